@@ -1,0 +1,79 @@
+/* Shared helpers for the ping-pong kernels: error codes, buffers, payload pattern, build info.
+ *
+ * Every kernel has the same shape:
+ *
+ *   int kernel(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
+ *
+ * It returns the number of corrupted echoes seen by this rank (0 when every payload came back
+ * intact) or a negative PP_ERR_* code. samples[i] receives the round-trip time of timed
+ * iteration i in seconds on ranks that start an exchange; other ranks write NaN there.
+ */
+#ifndef PP_UTIL_H
+#define PP_UTIL_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* Flags (bit mask). */
+#define PP_SHARED_BUFFER 1 /* one buffer for send and receive (Durham style), not OSU's two */
+#define PP_CORRUPT_ECHO 2  /* fault injection: the echoing rank flips one byte every iteration */
+
+/* Error codes (negative return values). */
+#define PP_ERR_ARGS (-1)     /* bad argument: negative counts, NULL samples */
+#define PP_ERR_ODD_RANKS (-2) /* pairwise exchange needs an even number of ranks */
+#define PP_ERR_NO_PEER (-3)  /* ping-pong needs at least two ranks */
+#define PP_ERR_ALLOC (-4)    /* could not allocate the message buffers */
+#define PP_ERR_MPI (-5)      /* an MPI call returned an error */
+
+/* Named constants. */
+#define PP_TAG 17               /* message tag used by every kernel */
+#define PP_CHUNK_BYTES ((size_t)1 << 30) /* MPI counts are int: longer messages go in pieces */
+
+/* Report a failing MPI call with file and line, and return PP_ERR_MPI from the caller. */
+#define PP_MPI_CHECK(call)                                                                      \
+    do {                                                                                       \
+        int pp_rc_ = (call);                                                                   \
+        if (pp_rc_ != MPI_SUCCESS) {                                                           \
+            pp_report_mpi_error(__FILE__, __LINE__, #call, pp_rc_);                            \
+            return PP_ERR_MPI;                                                                 \
+        }                                                                                      \
+    } while (0)
+
+void pp_report_mpi_error(const char *file, int line, const char *what, int rc);
+
+/* Page-aligned message buffers, grown on demand and reused across calls (as OSU reuses one
+ * allocation for every size): pages are touched once, not once per size. With
+ * PP_SHARED_BUFFER, *recv_buf == *send_buf. Returns 0 or PP_ERR_ALLOC. */
+int pp_buffers(size_t nbytes, int flags, unsigned char **send_buf, unsigned char **recv_buf);
+void pp_free_buffers(void);
+
+/* The payload of iteration `iter`: every byte depends on its position and on the iteration,
+ * so a stale, shifted or partial echo never matches. */
+void pp_fill(unsigned char *buf, size_t nbytes, long iter);
+/* 1 when buf holds exactly the payload of iteration `iter`, else 0. */
+int pp_check(const unsigned char *buf, size_t nbytes, long iter);
+
+/* Blocking and non-blocking transfers of any size_t length (split into int-sized pieces). */
+int pp_send(const void *buf, size_t nbytes, int peer, MPI_Comm comm);
+int pp_recv(void *buf, size_t nbytes, int peer, MPI_Comm comm);
+int pp_exchange_nonblocking(const void *send_buf, void *recv_buf, size_t nbytes, int peer,
+                            int send_first, MPI_Comm comm);
+
+/* The round trip between `me` (who starts) and `peer` (who echoes), shared by every kernel.
+ * `starts` is 1 on the rank that sends first. `nonblocking` selects Isend/Irecv. */
+int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nbytes, int warmup,
+                 int iters, int flags, double *samples);
+
+/* What this library was compiled against, for the loader's ABI preflight. The same text is
+ * embedded in the binary as "PP_BUILD_INFO:...;" so it can be read without loading it. */
+const char *pp_build_info(void);
+int pp_sizeof_comm(void);
+
+/* Kernels. */
+int pp_pingpong_blocking(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags,
+                         double *samples);
+int pp_pingpong_nonblocking(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags,
+                            double *samples);
+int pp_pairwise(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
+
+#endif
