@@ -1,0 +1,358 @@
+"""Summary statistics for per-iteration timing samples.
+
+Everything here works on plain numpy arrays of one-way times in seconds. NaN marks a sample that
+was not measured (for example a rank that did not take part) and is always ignored.
+
+The median is the headline number of the course: ping-pong times have a heavy right tail (the
+operating system, other processes, page faults), so the mean is pulled up by a few slow
+iterations while the median is not. Its confidence interval comes from order statistics and
+needs no assumption about the distribution (see :func:`median_ci`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "Summary",
+    "bootstrap_median_ci",
+    "check_timed_block",
+    "ci_relative_width",
+    "combine",
+    "load_samples_npz",
+    "max_across_ranks",
+    "measured_timer_resolution",
+    "median_ci",
+    "min_samples_for_median_ci",
+    "outlier_mask",
+    "summarize",
+]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Descriptive statistics of one set of timing samples (seconds).
+
+    ``ci_lo``/``ci_hi`` is the distribution-free confidence interval of the median from order
+    statistics, with its exact coverage in ``ci_coverage`` (at least ``confidence``); both are
+    NaN when there are too few samples (see :func:`min_samples_for_median_ci`).
+    ``boot_ci_lo``/``boot_ci_hi`` is a percentile-bootstrap interval of the median (NaN when
+    ``n_boot`` is 0). ``n_high_iqr``/``n_low_iqr`` count samples beyond Q3 + 1.5 IQR and below
+    Q1 - 1.5 IQR (Tukey's fences); ``n_above_3x_median`` counts samples above 3 x median.
+    """
+
+    n: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    median: float
+    p50: float
+    p90: float
+    p99: float
+    q1: float
+    q3: float
+    confidence: float
+    ci_lo: float
+    ci_hi: float
+    ci_coverage: float
+    boot_ci_lo: float
+    boot_ci_hi: float
+    n_high_iqr: int
+    n_low_iqr: int
+    n_above_3x_median: int
+
+    def as_dict(self) -> dict:
+        """The summary as a plain dict (for JSON or a table row)."""
+        return asdict(self)
+
+
+def _check_confidence(confidence: float) -> float:
+    confidence = float(confidence)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
+    return confidence
+
+
+def _finite_1d(samples, what: str = "samples") -> np.ndarray:
+    """Flatten ``samples`` to 1-D float, drop NaN, reject infinities and emptiness."""
+    try:
+        arr = np.asarray(samples, dtype=float).ravel()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numbers, got {type(samples).__name__}") from exc
+    arr = arr[~np.isnan(arr)]
+    if arr.size == 0:
+        raise ValueError(f"{what} contain no measured values (empty or all NaN)")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} contain infinite values")
+    return arr
+
+
+def _rng(rng) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(rng)
+
+
+def min_samples_for_median_ci(confidence: float = 0.95) -> int:
+    """Smallest sample count for which an order-statistics CI of the median exists.
+
+    The widest such interval is [min, max]; it misses the median only when all samples fall on
+    the same side of it, which happens with probability 2 * 0.5**n. So n must satisfy
+    1 - 2 * 0.5**n >= confidence (n = 6 at 95 %, n = 8 at 99 %).
+    """
+    confidence = _check_confidence(confidence)
+    n = 1
+    while 1.0 - 2.0 * 0.5**n < confidence:
+        n += 1
+    return n
+
+
+def _binomial_half_cdf(n: int) -> np.ndarray:
+    """P(B <= i) for B ~ Binomial(n, 1/2), i = 0..n, computed in log space (stable for big n)."""
+    i = np.arange(n, dtype=float)
+    log_ratio = np.log(n - i) - np.log(i + 1.0)  # log pmf(i+1) - log pmf(i)
+    log_pmf = np.concatenate(([0.0], np.cumsum(log_ratio))) - n * math.log(2.0)
+    return np.cumsum(np.exp(log_pmf))
+
+
+def median_ci(samples, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Distribution-free confidence interval of the median by order statistics.
+
+    With the samples sorted, x[j-1] <= median <= x[n-j] (0-based indices, j = 1..n/2) fails
+    only if at most j-1 samples lie below the true median or at most j-1 lie above it. The count
+    below is Binomial(n, 1/2), so the coverage is exactly 1 - 2 P(B <= j-1). The largest j with
+    coverage >= ``confidence`` gives the narrowest interval. Returns (lo, hi, coverage).
+
+    Raises ValueError when fewer than :func:`min_samples_for_median_ci` samples are measured.
+    """
+    confidence = _check_confidence(confidence)
+    x = np.sort(_finite_1d(samples))
+    n = x.size
+    need = min_samples_for_median_ci(confidence)
+    if n < need:
+        raise ValueError(f"a {confidence:.0%} median CI needs at least {need} samples, got {n}")
+    cdf = _binomial_half_cdf(n)
+    tail = (1.0 - confidence) / 2.0
+    # cdf[j-1] <= tail  <=>  coverage(j) >= confidence; cdf is increasing.
+    j = int(np.searchsorted(cdf, tail, side="right"))  # number of admissible j values
+    j = max(min(j, n // 2), 1)
+    coverage = 1.0 - 2.0 * float(cdf[j - 1])
+    return float(x[j - 1]), float(x[n - j]), coverage
+
+
+def bootstrap_median_ci(
+    samples, confidence: float = 0.95, n_boot: int = 1000, rng=0
+) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of the median.
+
+    ``rng`` is a seed or a ``numpy.random.Generator``; the same seed gives the same interval.
+    Resamples are drawn in chunks so that large sample sets do not exhaust memory.
+    """
+    confidence = _check_confidence(confidence)
+    if int(n_boot) < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot}")
+    x = _finite_1d(samples)
+    gen = _rng(rng)
+    n = x.size
+    chunk = max(1, min(int(n_boot), 4_000_000 // n))
+    medians = []
+    done = 0
+    while done < n_boot:
+        k = min(chunk, n_boot - done)
+        idx = gen.integers(0, n, size=(k, n))
+        medians.append(np.median(x[idx], axis=1))
+        done += k
+    meds = np.concatenate(medians)
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(meds, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def outlier_mask(samples, method: str = "iqr", k: float | None = None) -> np.ndarray:
+    """Boolean mask (same flat order as ``np.ravel(samples)``) of outlying samples.
+
+    ``method="iqr"``: beyond Tukey's fences Q1 - k IQR or Q3 + k IQR (k defaults to 1.5).
+    ``method="median"``: above k x median (k defaults to 3). NaN is never an outlier.
+    """
+    x = np.asarray(samples, dtype=float).ravel()
+    finite = _finite_1d(x)
+    if method == "iqr":
+        k = 1.5 if k is None else float(k)
+        q1, q3 = np.quantile(finite, [0.25, 0.75])
+        iqr = q3 - q1
+        with np.errstate(invalid="ignore"):
+            return (x > q3 + k * iqr) | (x < q1 - k * iqr)
+    if method == "median":
+        k = 3.0 if k is None else float(k)
+        with np.errstate(invalid="ignore"):
+            return x > k * np.median(finite)
+    raise ValueError(f"method must be 'iqr' or 'median', got {method!r}")
+
+
+def summarize(samples, confidence: float = 0.95, n_boot: int = 1000, rng=0) -> Summary:
+    """Summarise timing samples (any shape; NaN ignored) into a :class:`Summary`.
+
+    ``std`` is the sample standard deviation (ddof=1; 0 for a single sample). ``n_boot=0``
+    skips the bootstrap (its bounds are then NaN). ``rng`` seeds the bootstrap.
+    """
+    confidence = _check_confidence(confidence)
+    x = _finite_1d(samples)
+    n = x.size
+    q1, median, q3, p90, p99 = np.quantile(x, [0.25, 0.5, 0.75, 0.90, 0.99])
+    try:
+        ci_lo, ci_hi, coverage = median_ci(x, confidence)
+    except ValueError:
+        ci_lo = ci_hi = coverage = math.nan
+    if n_boot:
+        boot_lo, boot_hi = bootstrap_median_ci(x, confidence, n_boot=n_boot, rng=rng)
+    else:
+        boot_lo = boot_hi = math.nan
+    iqr = q3 - q1
+    return Summary(
+        n=int(n),
+        mean=float(np.mean(x)),
+        std=float(np.std(x, ddof=1)) if n > 1 else 0.0,
+        min=float(x.min()),
+        max=float(x.max()),
+        median=float(median),
+        p50=float(median),
+        p90=float(p90),
+        p99=float(p99),
+        q1=float(q1),
+        q3=float(q3),
+        confidence=confidence,
+        ci_lo=ci_lo,
+        ci_hi=ci_hi,
+        ci_coverage=coverage,
+        boot_ci_lo=boot_lo,
+        boot_ci_hi=boot_hi,
+        n_high_iqr=int(np.count_nonzero(x > q3 + 1.5 * iqr)),
+        n_low_iqr=int(np.count_nonzero(x < q1 - 1.5 * iqr)),
+        n_above_3x_median=int(np.count_nonzero(x > 3.0 * median)),
+    )
+
+
+def ci_relative_width(summary: Summary | Mapping) -> float:
+    """Width of the median CI relative to the median: (ci_hi - ci_lo) / median.
+
+    Accepts a :class:`Summary` or a mapping with ``ci_lo``, ``ci_hi`` and ``median`` keys.
+    """
+    if isinstance(summary, Summary):
+        lo, hi, med = summary.ci_lo, summary.ci_hi, summary.median
+    else:
+        try:
+            lo, hi, med = summary["ci_lo"], summary["ci_hi"], summary["median"]
+        except (KeyError, TypeError) as exc:
+            raise ValueError("summary needs 'ci_lo', 'ci_hi' and 'median' entries") from exc
+    if not med > 0:
+        raise ValueError(f"relative CI width needs a positive median, got {med}")
+    return float((hi - lo) / med)
+
+
+def max_across_ranks(samples_2d) -> np.ndarray:
+    """Per-iteration maximum over ranks (rows = ranks, columns = iterations).
+
+    This is the honest per-iteration time: an exchange is over only when its slowest
+    participant is done. Rows that are entirely NaN (ranks that did not measure) are ignored,
+    as are NaN entries; an iteration no rank measured comes out NaN.
+    """
+    a = np.asarray(samples_2d, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"expected a 2-D array (ranks, iterations), got shape {a.shape}")
+    measured_rows = ~np.all(np.isnan(a), axis=1)
+    a = a[measured_rows]
+    if a.size == 0:
+        raise ValueError("no rank measured anything (all samples are NaN)")
+    out = np.where(np.isnan(a), -np.inf, a).max(axis=0)
+    out[np.isneginf(out)] = np.nan
+    return out
+
+
+def combine(arrays: Iterable) -> np.ndarray:
+    """Pool several sample arrays (any shapes) into one flat array without NaN."""
+    parts = [np.asarray(a, dtype=float).ravel() for a in arrays]
+    if not parts:
+        raise ValueError("combine needs at least one array, got none")
+    return _finite_1d(np.concatenate(parts), what="combined samples")
+
+
+def measured_timer_resolution(
+    timer: Callable[[], float] = time.perf_counter, n: int = 200, max_spins: int = 10_000_000
+) -> float:
+    """Smallest non-zero difference between two readings of ``timer`` (seconds).
+
+    Call it with ``MPI.Wtime`` to measure the MPI clock (compare with ``MPI.Wtick()``). Each of
+    the ``n`` trials spins until the reading changes; a timer that never changes within
+    ``max_spins`` calls raises ValueError.
+    """
+    if int(n) < 1:
+        raise ValueError(f"n must be a positive integer, got {n}")
+    if not callable(timer):
+        raise ValueError(f"timer must be callable (like time.perf_counter), got {timer!r}")
+    best = math.inf
+    for _ in range(int(n)):
+        t0 = timer()
+        t1 = timer()
+        spins = 0
+        while t1 == t0:
+            spins += 1
+            if spins > max_spins:
+                raise ValueError(f"timer reading did not change in {max_spins} calls")
+            t1 = timer()
+        d = t1 - t0
+        if d <= 0:
+            raise ValueError(f"timer went backwards by {-d} s; it is not monotonic")
+        best = min(best, d)
+    return float(best)
+
+
+def check_timed_block(duration_s: float, resolution_s: float, factor: float = 100) -> float:
+    """Raise ValueError if a timed block is shorter than ``factor`` x timer resolution.
+
+    A block timed with a clock of resolution r has a reading error up to r, so it must last at
+    least 100 r for a 1 % error. Returns ``duration_s / resolution_s`` when the block is long
+    enough.
+    """
+    duration_s, resolution_s, factor = float(duration_s), float(resolution_s), float(factor)
+    if not resolution_s > 0:
+        raise ValueError(f"timer resolution must be positive, got {resolution_s} s")
+    if not factor > 0:
+        raise ValueError(f"factor must be positive, got {factor}")
+    if not duration_s >= factor * resolution_s:
+        raise ValueError(
+            f"timed block of {duration_s:.3g} s is shorter than {factor:g} x timer resolution "
+            f"({factor * resolution_s:.3g} s); time more repetitions per block"
+        )
+    return duration_s / resolution_s
+
+
+def load_samples_npz(path) -> dict[int, np.ndarray]:
+    """Read a ``<stem>.samples.npz`` file: {nbytes: array (ranks, iters) of one-way seconds}.
+
+    Arrays are named ``n<nbytes>``; the result is sorted by message size.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no such samples file: {path}")
+    try:
+        data = np.load(path, allow_pickle=False)
+    except Exception as exc:  # OSError, ValueError, zipfile.BadZipFile, ...
+        raise ValueError(f"{path}: not a readable .npz file ({exc})") from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: is a single .npy array, expected an .npz archive")
+    out: dict[int, np.ndarray] = {}
+    with data:
+        for name in data.files:
+            if not (name.startswith("n") and name[1:].isdigit()):
+                raise ValueError(f"{path}: unexpected array name {name!r} (want n<nbytes>)")
+            out[int(name[1:])] = np.asarray(data[name], dtype=float)
+    if not out:
+        raise ValueError(f"{path}: contains no sample arrays")
+    return dict(sorted(out.items()))

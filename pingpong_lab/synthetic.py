@@ -1,0 +1,158 @@
+"""Synthetic ping-pong sweeps with a known truth, for tests, exercises and grading.
+
+A sweep follows T(b) = alpha + beta*b, optionally switching to alpha2 + beta2*b from a
+breakpoint on (a protocol switch), with seeded noise per repetition. The same arguments and seed
+always give the same arrays, so a grader can check a student's fit against the truth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import stats
+
+__all__ = ["NOISE_KINDS", "SyntheticSweep", "default_sizes", "synthetic_sweep", "write_sweep_csv"]
+
+NOISE_KINDS = ("none", "gaussian", "heavy")
+
+SWEEP_COLUMNS = (
+    "nbytes",
+    "reps",
+    "t_median_s",
+    "t_min_s",
+    "t_mean_s",
+    "t_max_s",
+    "t_p90_s",
+    "t_p99_s",
+    "t_std_s",
+    "ci_lo_s",
+    "ci_hi_s",
+)
+"""Columns of the sweep CSV, in the order :func:`write_sweep_csv` writes them."""
+
+
+def default_sizes(max_bytes: int = 2**24) -> np.ndarray:
+    """Powers of two from 1 B to ``max_bytes`` (default 16 MiB)."""
+    if int(max_bytes) < 1:
+        raise ValueError(f"max_bytes must be at least 1, got {max_bytes}")
+    return 2 ** np.arange(int(math.log2(int(max_bytes))) + 1, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class SyntheticSweep:
+    """A synthetic sweep: sizes (bytes), samples (sizes x reps, one-way s), their medians.
+
+    ``truth`` holds the parameters the data were generated from (``alpha_s``,
+    ``beta_s_per_byte`` and, with a breakpoint, ``breakpoint_bytes``, ``alpha2_s``,
+    ``beta2_s_per_byte``).
+    """
+
+    nbytes: np.ndarray
+    samples: np.ndarray = field(repr=False)
+    medians: np.ndarray = field(repr=False)
+    truth: dict
+
+    def true_time(self, nbytes=None) -> np.ndarray:
+        """Noise-free one-way time in seconds (for the sweep's sizes by default)."""
+        b = self.nbytes if nbytes is None else np.asarray(nbytes, dtype=float)
+        return _model(np.asarray(b, dtype=float), self.truth)
+
+
+def _model(b: np.ndarray, truth: dict) -> np.ndarray:
+    t = truth["alpha_s"] + truth["beta_s_per_byte"] * b
+    bp = truth.get("breakpoint_bytes")
+    if bp is not None:
+        t = np.where(b >= bp, truth["alpha2_s"] + truth["beta2_s_per_byte"] * b, t)
+    return t
+
+
+def _positive(name: str, value) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value}")
+    return value
+
+
+def synthetic_sweep(
+    alpha: float,
+    beta: float,
+    sizes=None,
+    noise: str = "none",
+    rel_noise: float = 0.05,
+    breakpoint: int | None = None,
+    alpha2: float | None = None,
+    beta2: float | None = None,
+    reps: int = 50,
+    seed: int = 0,
+    spike_prob: float = 0.05,
+) -> SyntheticSweep:
+    """Make a sweep from T(b) = alpha + beta*b (seconds, seconds per byte).
+
+    ``noise``: ``"none"`` (every sample is the truth), ``"gaussian"`` (relative normal noise of
+    standard deviation ``rel_noise``) or ``"heavy"`` (the gaussian noise plus, with probability
+    ``spike_prob``, a slow outlier 2x .. ~100x longer, Pareto-distributed: the mean is pulled
+    up, the median barely moves). Samples are kept above 1 % of the truth.
+
+    With ``breakpoint`` (bytes), sizes >= breakpoint follow alpha2 + beta2*b. A missing
+    ``beta2`` defaults to ``beta``; a missing ``alpha2`` makes the model continuous at the
+    breakpoint. ``sizes`` defaults to :func:`default_sizes`.
+    """
+    alpha, beta = _positive("alpha", alpha), _positive("beta", beta)
+    if noise not in NOISE_KINDS:
+        raise ValueError(f"noise must be one of {', '.join(NOISE_KINDS)}; got {noise!r}")
+    rel_noise = float(rel_noise)
+    if not rel_noise >= 0:
+        raise ValueError(f"rel_noise must be non-negative, got {rel_noise}")
+    if not 0.0 <= float(spike_prob) <= 1.0:
+        raise ValueError(f"spike_prob must be between 0 and 1, got {spike_prob}")
+    if int(reps) < 1:
+        raise ValueError(f"reps must be a positive integer, got {reps}")
+    b = default_sizes() if sizes is None else np.asarray(sizes, dtype=np.int64).ravel()
+    if b.size == 0 or np.any(b <= 0):
+        raise ValueError("sizes must be a non-empty list of positive byte counts")
+    truth = {"alpha_s": alpha, "beta_s_per_byte": beta}
+    if breakpoint is not None:
+        bp = _positive("breakpoint", breakpoint)
+        beta2 = beta if beta2 is None else _positive("beta2", beta2)
+        alpha2 = alpha + (beta - beta2) * bp if alpha2 is None else float(alpha2)
+        truth.update(breakpoint_bytes=int(bp), alpha2_s=alpha2, beta2_s_per_byte=beta2)
+        if np.any(_model(np.asarray(b, dtype=float), truth) <= 0):
+            raise ValueError("alpha2 and beta2 give non-positive times for some sizes")
+    elif alpha2 is not None or beta2 is not None:
+        raise ValueError("alpha2/beta2 given without a breakpoint")
+
+    gen = np.random.default_rng(seed)
+    true_t = _model(b.astype(float), truth)[:, None]
+    shape = (b.size, int(reps))
+    if noise == "none":
+        samples = np.broadcast_to(true_t, shape).copy()
+    else:
+        factor = 1.0 + rel_noise * gen.standard_normal(shape)
+        if noise == "heavy":
+            spikes = gen.random(shape) < spike_prob
+            factor = factor + spikes * (1.0 + np.minimum(gen.pareto(1.5, shape), 100.0))
+        samples = true_t * np.maximum(factor, 0.01)
+    return SyntheticSweep(
+        nbytes=b, samples=samples, medians=np.median(samples, axis=1), truth=truth
+    )
+
+
+def write_sweep_csv(sweep: SyntheticSweep, path, comment: str | None = None) -> Path:
+    """Write ``sweep`` as a sweep CSV (the format the measuring code writes); return the path.
+
+    One row per size with the columns in :data:`SWEEP_COLUMNS` (one-way seconds; the CI is the
+    order-statistics CI of the median; with fewer than 6 reps its bounds are NaN).
+    """
+    path = Path(path)
+    lines = [f"# {line}" for line in (comment or "synthetic sweep").splitlines()]
+    lines.append(",".join(SWEEP_COLUMNS))
+    for nbytes, row in zip(sweep.nbytes, sweep.samples, strict=True):
+        s = stats.summarize(row, n_boot=0)
+        values = [s.median, s.min, s.mean, s.max, s.p90, s.p99, s.std, s.ci_lo, s.ci_hi]
+        lines.append(",".join([str(int(nbytes)), str(s.n)] + [repr(float(v)) for v in values]))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
