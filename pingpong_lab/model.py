@@ -483,7 +483,7 @@ def load_sweep_csv(path, column: str = "t_median_s") -> tuple[np.ndarray, np.nda
         if table[name].dtype.kind != "f":
             bad = next(i for i, v in enumerate(table[name]) if not _is_number(v))
             raise ValueError(
-                f"{path}: malformed line {linenos[bad]}: {name}={table[name][bad]!r} "
+                f"{path}: malformed line {linenos[bad]}: {name}={str(table[name][bad])!r} "
                 "is not a number"
             )
     nbytes, t = table["nbytes"], table[column]
