@@ -1,0 +1,230 @@
+"""`pingpong-lab`: measure and analyse MPI ping-pong from the command line (no Jupyter).
+
+    pingpong-lab sweep --np 2 --kernel c --mode blocking --min-bytes 1 --max-bytes 67108864 \\
+        --out results.csv
+    pingpong-lab fit results.csv [--piecewise] [--json] [--ols]
+
+Bad arguments give one line on stderr and exit status 2; a failed run exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from . import measure, mpi_env, results
+from .errors import PingPongLabError
+
+TRANSPORTS = {
+    "default": {},
+    "shm": {},
+    # MPICH: no shared memory between local ranks; UCX restricted to TCP loopback.
+    "tcp": {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "FI_PROVIDER": "tcp"},
+}
+DEFAULT_TIMEOUT_S = 1800
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; sizes are bytes >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be positive")
+    return value
+
+
+def sweep_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pingpong-lab sweep", description="Ping-pong sweep over message sizes.")
+    p.add_argument("--np", type=_positive_int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--kernel", choices=measure.KINDS, default="c")
+    p.add_argument("--mode", choices=measure.MODES, default="blocking")
+    p.add_argument("--min-bytes", type=_size, default=1)
+    p.add_argument("--max-bytes", type=_size, default=64 << 20)
+    p.add_argument("--out", default="results.csv", help="CSV file (+ .json and .samples.npz)")
+    p.add_argument("--reps", type=_positive_int, help="fixed repetitions (default: calibrated)")
+    p.add_argument(
+        "--target-time",
+        type=_positive_float,
+        default=measure.TARGET_S,
+        help="seconds of measurement per size when calibrating (default 0.25)",
+    )
+    p.add_argument(
+        "--shared-buffer",
+        action="store_true",
+        help="one buffer for send and receive instead of two (OSU)",
+    )
+    p.add_argument(
+        "--transport",
+        choices=sorted(TRANSPORTS),
+        default="default",
+        help="tcp forces TCP loopback between local ranks (MPICH)",
+    )
+    p.add_argument("--library", help="C kernel library (default kernels_c/build/libpingpong.so)")
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help="seconds before the whole run is stopped (default 1800)",
+    )
+    return p
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"pingpong-lab sweep: error: {message}", file=sys.stderr)
+    return code
+
+
+def run_sweep(argv) -> int:
+    parser = sweep_parser()
+    a = parser.parse_args(argv)
+    if a.np < 2:
+        parser.error(f"--np {a.np}: a ping-pong needs at least 2 ranks")
+    if a.mode == "pairwise" and a.np % 2:
+        parser.error(f"--np {a.np}: the pairwise exchange needs an even number of ranks")
+    if a.max_bytes < a.min_bytes:
+        parser.error(f"--max-bytes {a.max_bytes} is smaller than --min-bytes {a.min_bytes}")
+    if a.kernel == "c" and a.mode == "pickle":
+        parser.error("--mode pickle exists only for --kernel python")
+    try:
+        results.check_writable(a.out)
+    except OSError as exc:
+        parser.error(str(exc))
+    try:
+        mpiexec = mpi_env.mpiexec()
+        if a.kernel == "c":
+            from . import ckernels
+
+            ckernels.preflight(a.library or ckernels.DEFAULT_LIBRARY)
+    except (PingPongLabError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+    if a.np > mpi_env.cpu_count():
+        print(
+            f"warning: {a.np} ranks on {mpi_env.cpu_count()} cores: timings are oversubscribed",
+            file=sys.stderr,
+        )
+    job = {
+        "kind": a.kernel,
+        "mode": a.mode,
+        "sizes": measure.message_sizes(a.min_bytes, a.max_bytes),
+        "out": os.path.abspath(a.out),
+        "reps": a.reps,
+        "target_s": a.target_time,
+        "shared_buffer": a.shared_buffer,
+        "library": a.library,
+        "transport": a.transport,
+    }
+    env = {**os.environ, **TRANSPORTS[a.transport]}
+    cmd = [
+        mpiexec,
+        "-n",
+        str(a.np),
+        sys.executable,
+        "-m",
+        "pingpong_lab.sweep_job",
+        json.dumps(job),
+    ]
+    return _run_job(cmd, env, a.timeout)
+
+
+def _run_job(cmd, env, timeout_s: float) -> int:
+    """Run an mpiexec job in its own process group; forward its stdout; never leave it behind."""
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout_s, _kill_group, args=(proc,))
+    timer.start()
+    try:
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+        proc.wait()
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        return _fail("interrupted; the MPI job was stopped")
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            _kill_group(proc)
+        reader.join(timeout=5)
+    if proc.returncode == 0:
+        return 0
+    ours = [ln.strip() for ln in errors if ln.startswith("pingpong-lab")]
+    if ours:
+        print(ours[0], file=sys.stderr)
+        return 1
+    if proc.returncode in (-signal.SIGKILL, -signal.SIGTERM) and not errors:
+        return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
+    tail = " | ".join(ln.strip() for ln in errors if ln.strip())[-600:]
+    return _fail(f"the MPI job failed (exit status {proc.returncode}): {tail}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = "usage: pingpong-lab {sweep,fit} ... (pingpong-lab sweep --help)"
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip() + "\n\n" + usage)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "sweep":
+        return run_sweep(rest)
+    if command == "fit":
+        from . import fitcli
+
+        return fitcli.main(rest)
+    print(f"pingpong-lab: error: unknown command {command!r}; {usage}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""The ping-pong payload: bytes that depend on position and iteration, as in kernels_c.
+
+Byte j of iteration i is (7*j + j//256 + 13*i + 1) mod 256, so a stale echo (last iteration's
+message), a shifted or a truncated one never matches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_PERIOD = 1 << 16  # the pattern repeats every 65536 bytes
+
+
+def _base_period() -> np.ndarray:
+    j = np.arange(_PERIOD, dtype=np.int64)
+    return ((7 * j + (j >> 8) + 1) & 0xFF).astype(np.uint8)
+
+
+_BASE = _base_period()
+
+
+def base(nbytes: int) -> np.ndarray:
+    """Bytes of iteration 0 for a message of nbytes."""
+    reps = -(-nbytes // _PERIOD) if nbytes else 0
+    return np.tile(_BASE, reps)[:nbytes] if reps else np.zeros(0, np.uint8)
+
+
+def fill(out: np.ndarray, base_bytes: np.ndarray, iteration: int) -> None:
+    """Write the payload of `iteration` into out (same length as base_bytes)."""
+    np.add(base_bytes, np.uint8((13 * iteration) & 0xFF), out=out)
+
+
+def matches(buf: np.ndarray, base_bytes: np.ndarray, iteration: int) -> bool:
+    """True when buf holds exactly the payload of `iteration`."""
+    if buf.shape != base_bytes.shape:
+        return False
+    expected = base_bytes + np.uint8((13 * iteration) & 0xFF)
+    return bool(np.array_equal(buf, expected))
