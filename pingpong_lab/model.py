@@ -191,20 +191,25 @@ def bootstrap_ci(
     confidence: float = 0.95,
     n_boot: int = 1000,
     rng=0,
-    resample: str = "residuals",
+    resample: str | None = None,
 ) -> FitCI:
     """Percentile-bootstrap confidence intervals for alpha and beta.
 
-    ``resample="residuals"`` (default) keeps the chosen sizes fixed, as in a designed sweep,
-    and resamples the residuals: relative residuals t/T(b) - 1 multiplied back onto the model
-    for a weighted fit, absolute residuals added to it for OLS. ``resample="points"`` draws
+    ``resample="residuals"`` keeps the chosen sizes fixed, as in a designed sweep, and
+    resamples the residuals: relative residuals t/T(b) - 1 multiplied back onto the model for a
+    weighted fit, absolute residuals added to it for OLS. ``resample="points"`` draws
     (size, time) pairs with replacement (redrawing when fewer than 2 distinct sizes come up).
+    The default is ``"residuals"`` for a weighted fit and ``"points"`` for OLS: absolute
+    residuals of timings grow with the size, so shuffling them between sizes (which assumes
+    equal spread everywhere) gives OLS intervals that miss the truth far too often.
     ``rng`` is a seed or a ``numpy.random.Generator``: the same seed gives the same interval.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
     if int(n_boot) < 2:
         raise ValueError(f"n_boot must be at least 2, got {n_boot}")
+    if resample is None:
+        resample = "residuals" if weighted else "points"
     if resample not in ("residuals", "points"):
         raise ValueError(f"resample must be 'residuals' or 'points', got {resample!r}")
     x, y = _xy(nbytes, t, min_points=3)
