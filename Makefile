@@ -1,0 +1,76 @@
+# Two commands: `make lab` (set up and open the course) and `make test` (set up and test).
+# Set-up is idempotent: a tree that is already set up is not installed again.
+#
+# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS.
+# With an active conda env that has MPI (environment.yml), its python, mpicc and mpiexec are
+# used instead of a venv with the mpich wheel.
+
+PYTHON ?= python3
+VENV ?= .venv
+NP ?= 2
+PORT ?= 8888
+PYTEST_ARGS ?=
+
+ifneq ($(and $(CONDA_PREFIX),$(wildcard $(CONDA_PREFIX)/bin/mpicc)),)
+  BIN := $(CONDA_PREFIX)/bin
+  STAMP := $(CONDA_PREFIX)/.pingpong-lab-installed
+  EXTRAS := course,dev
+else
+  BIN := $(abspath $(VENV))/bin
+  STAMP := $(VENV)/.installed
+  EXTRAS := mpi,course,dev
+endif
+PY := $(BIN)/python
+MPICC ?= $(BIN)/mpicc
+MPIEXEC ?= $(BIN)/mpiexec
+export MPICC MPIEXEC
+# Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
+export PATH := $(BIN):$(PATH)
+
+.PHONY: setup kernels lab test lint release autograde solutions report bench clean
+
+setup: $(STAMP) kernels
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(if $(findstring $(VENV),$(STAMP)),$(VENV)/bin/python)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $@
+
+kernels: $(STAMP)
+	$(MAKE) --no-print-directory -C kernels_c MPICC="$(MPICC)"
+
+lab: setup
+	@echo "Opening the course; the URL with its token is printed below (Ctrl-C to stop)."
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+		--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/exercises \
+		$(if $(TOKEN),--IdentityProvider.token=$(TOKEN)) \
+		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check pingpong_lab tests course
+	$(BIN)/ruff format --check pingpong_lab tests
+
+release: setup
+	cd course && $(PY) -m pingpong_lab.course_build release
+
+autograde: setup
+	cd course && $(PY) -m pingpong_lab.course_build autograde
+
+solutions: setup
+	cd course && $(PY) -m pingpong_lab.course_build solutions
+
+report: setup
+	$(PY) -m pingpong_lab.report --np $(NP) --out report
+
+bench: setup
+	$(PY) -m pingpong_lab.bench --np $(NP) --out bench-results
+
+clean:
+	$(MAKE) -C kernels_c clean
+	rm -rf build *.egg-info .pytest_cache
