@@ -200,7 +200,9 @@ def summarize(samples, confidence: float = 0.95, n_boot: int = 1000, rng=0) -> S
     """Summarise timing samples (any shape; NaN ignored) into a :class:`Summary`.
 
     ``std`` is the sample standard deviation (ddof=1; 0 for a single sample). ``n_boot=0``
-    skips the bootstrap (its bounds are then NaN). ``rng`` seeds the bootstrap.
+    skips the bootstrap (its bounds are then NaN); its cost grows as n_boot x n (about 3 s
+    for 1000 resamples of 10**5 samples), so pass ``n_boot=0`` when summarising many large
+    sample sets and the order-statistics CI is enough. ``rng`` seeds the bootstrap.
     """
     confidence = _check_confidence(confidence)
     x = _finite_1d(samples)
