@@ -264,7 +264,8 @@ UFRN2025 = {
     "bandwidth_regime_bytes": (64 * 10**3, 4 * 10**6),
     "transition_bytes": (10 * 10**3, 60 * 10**3),
     "note": "The slides write KB/MB without saying 1000 or 1024; read here as powers of 10. "
-    "The transition is where latency ~ size/bandwidth (about 10-60 KB).",
+    "The transition is where latency ~ size/bandwidth (about 10-60 KB). The slides state "
+    "8 B .. 64 MB; the code they show lists 8 B .. 4 MB.",
 }
 """Regimes reported for a 2-rank C ping-pong; no fitted alpha/beta values are given."""
 
