@@ -53,6 +53,29 @@ def get_kernel(kind: str, mode: str, library=None):
     raise ValueError(f"unknown kernel kind {kind!r}; choose 'c' or 'python'")
 
 
+def run_kernel(
+    kind: str,
+    mode: str,
+    nbytes: int,
+    warmup: int,
+    iters: int,
+    *,
+    shared_buffer: bool = False,
+    corrupt_echo: bool = False,
+    library=None,
+    comm=None,
+):
+    """Run one kernel once on this rank (call on every rank): (samples, n_corrupt), unchecked.
+
+    Handy on engines: cluster.run(measure.run_kernel, "c", "blocking", 1024, 10, 100).
+    """
+    comm = comm if comm is not None else _mpi().COMM_WORLD
+    kernel = get_kernel(kind, mode, library)
+    return kernel(
+        comm, nbytes, warmup, iters, shared_buffer=shared_buffer, corrupt_echo=corrupt_echo
+    )
+
+
 def run_agreed(comm, kernel, nbytes, warmup, iters, **options) -> np.ndarray:
     """Run a kernel on every rank; raise the same error on every rank if any rank failed."""
     try:

@@ -1,0 +1,96 @@
+"""Every kernel, C and Python, on real MPI engines at 2 and 4 ranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pingpong_lab import measure
+from pingpong_lab.errors import PayloadError, RemoteError
+
+from .conftest import requires_mpi
+
+pytestmark = [requires_mpi, pytest.mark.engines]
+
+KERNELS = [
+    ("c", "blocking"),
+    ("c", "nonblocking"),
+    ("c", "pairwise"),
+    ("python", "blocking"),
+    ("python", "nonblocking"),
+    ("python", "pairwise"),
+    ("python", "pickle"),
+]
+
+
+def _initiators(mode: str, n: int) -> set[int]:
+    return set(range(n // 2)) if mode == "pairwise" else {0}
+
+
+@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("kind,mode", KERNELS)
+def test_every_kernel_times_its_initiators_and_leaves_other_ranks_nan(request, nranks, kind, mode):
+    cluster = request.getfixturevalue(f"cluster{nranks}")
+    for nbytes in (0, 1, 4097, 1 << 20):
+        results = cluster.run(measure.run_kernel, kind, mode, nbytes, 2, 5, timeout=60)
+        assert len(results) == nranks
+        for rank, (samples, corrupt) in enumerate(results):
+            assert corrupt == 0, f"rank {rank} saw a corrupted echo at {nbytes} B"
+            assert samples.shape == (5,)
+            if rank in _initiators(mode, nranks):
+                assert np.all(samples > 0) and np.all(np.isfinite(samples))
+            else:
+                assert np.all(np.isnan(samples)), f"rank {rank} should not time anything"
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_a_64_mib_message_is_echoed_intact(cluster2, kind):
+    results = cluster2.run(measure.run_kernel, kind, "blocking", 64 << 20, 1, 2, timeout=120)
+    assert results[0][1] == 0 and np.all(results[0][0] > 0)
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_one_shared_buffer_option_also_echoes_intact(cluster2, kind):
+    for mode in ("blocking", "nonblocking"):
+        results = cluster2.run(
+            measure.run_kernel, kind, mode, 65536, 2, 5, shared_buffer=True, timeout=60
+        )
+        assert results[0][1] == 0
+
+
+@pytest.mark.parametrize("kind,mode", KERNELS)
+def test_a_corrupting_echo_is_counted_on_every_iteration(cluster4, kind, mode):
+    results = cluster4.run(
+        measure.run_kernel, kind, mode, 1000, 3, 7, corrupt_echo=True, timeout=60
+    )
+    for rank in _initiators(mode, 4):
+        assert results[rank][1] == 10, "every warm-up and timed echo was corrupted"
+
+
+def _agreed_corrupt_run():
+    from mpi4py import MPI
+
+    from pingpong_lab import measure
+
+    kernel = measure.get_kernel("c", "blocking")
+    return measure.run_agreed(MPI.COMM_WORLD, kernel, 256, 1, 3, corrupt_echo=True)
+
+
+def test_a_corrupted_echo_raises_payload_error_on_every_rank_never_a_silent_time(cluster2):
+    with pytest.raises(RemoteError) as info:
+        cluster2.run(_agreed_corrupt_run, timeout=60)
+    assert "PayloadError" in str(info.value)
+    assert "rank 0" in str(info.value) and "rank 1" in str(info.value)
+    assert PayloadError.__name__ in str(info.value)
+
+
+def test_sweep_on_engines_matches_the_csv_schema(cluster4):
+    results = cluster4.run(measure.sweep, "c", "pairwise", [1, 1024], reps=30, timeout=60)
+    rows, raw = results[0]
+    assert all(r is None for r in results[1:])
+    assert [r["nbytes"] for r in rows] == [1, 1024]
+    for row in rows:
+        assert row["t_min_s"] <= row["t_median_s"] <= row["t_max_s"]
+        assert row["ci_lo_s"] <= row["t_median_s"] <= row["ci_hi_s"]
+    assert raw[1024].shape == (4, 30)
+    assert np.all(np.isnan(raw[1024][2:]))  # the echoing half does not time
