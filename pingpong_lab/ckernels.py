@@ -51,7 +51,7 @@ def build_info(path) -> dict:
     found = _INFO.search(path.read_bytes())
     if not found:
         raise ABIMismatchError(
-            f"{path} carries no PP_BUILD_INFO stamp: compile it with kernels_c/pp_util.c"
+            f"{path} carries no PP_BUILD_INFO stamp: compile it with kernels_c/pp_build_info.c"
         )
     vendor, version, handle = (part.decode() for part in found.groups())
     return {"vendor": vendor, "version": version, "handle": handle}
@@ -177,8 +177,9 @@ def compile_c(source: str, name: str = "student", with_util: bool = True, cflags
     """Compile C source text with this environment's mpicc into a uniquely named library.
 
     The name carries a hash of the source, so an edited cell never reuses a stale library
-    (dlopen would return the old one for the same path). With `with_util`, kernels_c/pp_util.c
-    (buffers, payload, timing loop) is compiled in and pp_util.h is on the include path.
+    (dlopen would return the old one for the same path). kernels_c/pp_util.h is on the include
+    path and pp_build_info.c (the ABI stamp) is always compiled in; with `with_util`, so is
+    kernels_c/pp_util.c (buffers, payload, timing loop).
     Raises CompileError with the compiler's messages when it fails.
     """
     if not isinstance(source, str) or not source.strip():
@@ -194,10 +195,9 @@ def compile_c(source: str, name: str = "student", with_util: bool = True, cflags
     src.write_text(source)
     cmd = [mpi_env.mpicc(), "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-shared"]
     cmd += list(cflags)
+    cmd += [f"-I{KERNELS_DIR}", str(src), str(KERNELS_DIR / "pp_build_info.c")]
     if with_util:
-        cmd += [f"-I{KERNELS_DIR}", str(src), str(KERNELS_DIR / "pp_util.c")]
-    else:
-        cmd += [str(src)]
+        cmd += [str(KERNELS_DIR / "pp_util.c")]
     tmp = lib.with_suffix(f".{os.getpid()}.tmp")
     cmd += ["-o", str(tmp), "-lm"]
     proc = subprocess.run(cmd, capture_output=True, text=True)

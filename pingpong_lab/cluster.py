@@ -303,7 +303,11 @@ class MPICluster:
     def _handle_remote_failure(self, exc: Exception, name: str):
         from ipyparallel import error as ipp_error
 
-        if isinstance(exc, ipp_error.EngineError) or not self._engines_alive():
+        died = isinstance(exc, ipp_error.EngineError) or (
+            isinstance(exc, ipp_error.CompositeError)
+            and any(err[0] == "EngineError" for err in exc.elist)
+        )
+        if died or not self._engines_alive():
             output = self._crash_output()
             self.restart()
             raise EngineCrashError(
