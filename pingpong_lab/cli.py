@@ -173,8 +173,14 @@ def _run_job(cmd, env, timeout_s: float) -> int:
     timer = threading.Timer(timeout_s, _kill_group, args=(proc,))
     timer.start()
     try:
+        forward = True
         for line in proc.stdout:
-            print(line, end="", flush=True)
+            if forward:
+                try:
+                    print(line, end="", flush=True)
+                except BrokenPipeError:  # e.g. piped into `head`: keep measuring, stop echoing
+                    forward = False
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         proc.wait()
     except KeyboardInterrupt:
         _kill_group(proc)
