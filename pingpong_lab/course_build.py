@@ -1,0 +1,342 @@
+"""Build, grade and check the nbgrader course.  Run from course/:
+
+    python -m pingpong_lab.course_build release     # exercises/ and solutions/ from course/source
+    python -m pingpong_lab.course_build autograde   # grade course/submitted/*, write feedback
+    python -m pingpong_lab.course_build solutions   # run the solutions, HTML in build/solutions-html
+    python -m pingpong_lab.course_build check       # exit 1 if exercises/ or solutions/ drifted
+
+Only course/source is ever edited. `release` runs `nbgrader generate_assignment` (which also
+records the assignments and their hidden tests in course/gradebook.db, needed by autograde) and
+`nbgrader generate_solution` for every assignment, and copies the results to ../exercises/<NN_topic>/
+and ../solutions/<NN_topic>/ with volatile metadata stripped, so that regenerating an unchanged
+source gives byte-identical files.
+
+This module also holds ClearSolutionsC, the nbgrader preprocessor that gives C cells a C stub.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nbgrader.preprocessors import ClearSolutions
+from traitlets import Unicode
+
+# -- the C-aware stub -------------------------------------------------------------------------
+C_CELL = re.compile(r"^\s*%%writefile\s+(?:-a\s+|--append\s+)?\S+\.(?:c|h)\s*$")
+C_STUB = (
+    "/* YOUR CODE HERE */\nreturn NOT_IMPLEMENTED; /* delete this line when your code is above */"
+)
+NOT_IMPLEMENTED = -99  # the value the C stub returns; cells `#define NOT_IMPLEMENTED (-99)`
+
+
+def is_c_cell(source: str) -> bool:
+    """True for a code cell that writes a C source or header file (`%%writefile x.c`)."""
+    first = source.lstrip("\n").split("\n", 1)[0]
+    return bool(C_CELL.match(first))
+
+
+class ClearSolutionsC(ClearSolutions):
+    """nbgrader's ClearSolutions, with a C stub in solution regions of C cells.
+
+    C cells mark their regions with `/* BEGIN SOLUTION */` ... `/* END SOLUTION */` (nbgrader
+    only looks for the words BEGIN SOLUTION / END SOLUTION on a line). Every such region must
+    be the body (or the end of the body) of a function returning int, and the cell must define
+    NOT_IMPLEMENTED, so that the released stub compiles and reports "not implemented".
+    """
+
+    c_stub = Unicode(C_STUB, help="The stub that replaces solution regions in C cells").tag(
+        config=True
+    )
+
+    def _replace_solution_region(self, cell, language):
+        if cell.cell_type == "code" and is_c_cell(cell.source):
+            saved = self.code_stub
+            self.code_stub = {**saved, "c": self.c_stub}
+            try:
+                replaced = super()._replace_solution_region(cell, "c")
+            finally:
+                self.code_stub = saved
+            if not replaced and cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                raise RuntimeError(
+                    "a C solution cell needs a /* BEGIN SOLUTION */ ... /* END SOLUTION */ "
+                    "region (a whole-cell Python stub would not compile):\n" + cell.source
+                )
+            return replaced
+        return super()._replace_solution_region(cell, language)
+
+
+# -- notebooks --------------------------------------------------------------------------------
+VOLATILE_CELL_KEYS = (
+    "execution",
+    "ExecuteTime",
+    "collapsed",
+    "scrolled",
+    "jp-MarkdownHeadingCollapsed",
+)
+KEPT_NOTEBOOK_KEYS = ("kernelspec", "language_info")
+
+
+def normalise_notebook(path: Path) -> None:
+    """Rewrite a notebook without volatile metadata, in one canonical JSON layout."""
+    nb = json.loads(Path(path).read_text())
+    meta = nb.get("metadata", {})
+    kept = {k: meta[k] for k in KEPT_NOTEBOOK_KEYS if k in meta}
+    if "language_info" in kept:  # the Python version etc. differ between machines
+        kept["language_info"] = {"name": kept["language_info"].get("name", "python")}
+    nb["metadata"] = kept
+    for cell in nb.get("cells", []):
+        for key in VOLATILE_CELL_KEYS:
+            cell.get("metadata", {}).pop(key, None)
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    Path(path).write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def assignments(course: Path) -> list[str]:
+    """Assignment names: source/<NN_topic>/ folders holding <NN_topic>.ipynb, sorted."""
+    src = Path(course) / "source"
+    return (
+        sorted(
+            d.name
+            for d in src.iterdir()
+            if d.is_dir() and re.match(r"^\d\d_", d.name) and (d / f"{d.name}.ipynb").is_file()
+        )
+        if src.is_dir()
+        else []
+    )
+
+
+def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run `nbgrader <args>` in the course directory with this Python."""
+    cmd = [sys.executable, "-m", "nbgrader", *args]
+    proc = subprocess.run(cmd, cwd=course, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise RuntimeError(
+            f"`nbgrader {' '.join(args)}` failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Replace dest by a copy of src; notebooks normalised, build products left out."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for item in sorted(src.rglob("*")):
+        rel = item.relative_to(src)
+        if any(part in (".ipynb_checkpoints", "__pycache__") for part in rel.parts):
+            continue
+        if item.suffix in (".so", ".o", ".pyc"):
+            continue
+        target = dest / rel
+        if item.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(item, target)
+        if target.suffix == ".ipynb":
+            normalise_notebook(target)
+
+
+def generate(course: Path, exercises: Path, solutions: Path, names=None) -> list[str]:
+    """generate_assignment + generate_solution for every assignment, copied out normalised."""
+    course = Path(course).resolve()
+    names = list(names or assignments(course))
+    for name in names:
+        nbgrader(course, "generate_assignment", name, "--force", "--log-level=WARN")
+        _copy_tree(course / "release" / name, Path(exercises) / name)
+        nbgrader(course, "generate_solution", name, "--force", "--log-level=WARN")
+        _copy_tree(course / "solution" / name, Path(solutions) / name)
+    shutil.rmtree(course / "solution", ignore_errors=True)
+    return names
+
+
+def _stale_outputs(course: Path) -> list[str]:
+    bad = []
+    for name in assignments(course):
+        nb = json.loads((course / "source" / name / f"{name}.ipynb").read_text())
+        for i, cell in enumerate(nb["cells"]):
+            if cell.get("cell_type") == "code" and (
+                cell.get("outputs") or cell.get("execution_count")
+            ):
+                bad.append(f"{name}.ipynb cell {i}")
+    return bad
+
+
+def _tree_files(root: Path) -> dict[str, bytes]:
+    if not root.is_dir():
+        return {}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts
+    }
+
+
+def drift(course: Path) -> list[str]:
+    """Differences between committed exercises/, solutions/ and a fresh generation."""
+    course = Path(course).resolve()
+    repo = course.parent
+    problems = [f"source notebook has outputs: {where}" for where in _stale_outputs(course)]
+    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
+        tmp_course = Path(tmp) / "course"
+        shutil.copytree(course / "source", tmp_course / "source")
+        shutil.copy(course / "nbgrader_config.py", tmp_course / "nbgrader_config.py")
+        names = generate(tmp_course, Path(tmp) / "exercises", Path(tmp) / "solutions")
+        for kind in ("exercises", "solutions"):
+            for name in names:
+                fresh = _tree_files(Path(tmp) / kind / name)
+                committed = _tree_files(repo / kind / name)
+                for rel in sorted(set(fresh) | set(committed)):
+                    if fresh.get(rel) != committed.get(rel):
+                        state = (
+                            "missing"
+                            if rel not in committed
+                            else ("extra" if rel not in fresh else "differs")
+                        )
+                        problems.append(f"{kind}/{name}/{rel} {state}")
+            known = (
+                {p.name for p in (repo / kind).iterdir() if p.is_dir()}
+                if (repo / kind).is_dir()
+                else set()
+            )
+            for extra in sorted(known - set(names)):
+                problems.append(f"{kind}/{extra} has no source in course/source")
+    return problems
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_release(course: Path) -> int:
+    start = time.perf_counter()
+    names = generate(course, course.parent / "exercises", course.parent / "solutions")
+    for name in names:
+        print(f"released {name}: exercises/{name}/, solutions/{name}/")
+    print(f"done in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def submissions(course: Path) -> dict[str, list[str]]:
+    """assignment -> students with a submission in course/submitted/<student>/<assignment>/."""
+    found: dict[str, list[str]] = {}
+    sub = course / "submitted"
+    if not sub.is_dir():
+        return found
+    for student in sorted(p for p in sub.iterdir() if p.is_dir()):
+        for assignment in sorted(p for p in student.iterdir() if p.is_dir()):
+            found.setdefault(assignment.name, []).append(student.name)
+    return found
+
+
+def scores(course: Path) -> list[tuple[str, str, float, float]]:
+    """(assignment, student, score, max_score) for every graded submission in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    out = []
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        for assignment in gb.assignments:
+            for sub in assignment.submissions:
+                out.append((assignment.name, sub.student.id, sub.score, sub.max_score))
+    return sorted(out)
+
+
+def cmd_autograde(course: Path) -> int:
+    todo = submissions(course)
+    if not todo:
+        print("nothing in course/submitted/<student>/<assignment>/ to grade")
+        return 0
+    known = set(assignments(course))
+    for name in sorted(todo):
+        if name not in known:
+            print(f"skipping submitted/*/{name}: no such assignment in course/source")
+            continue
+        start = time.perf_counter()
+        nbgrader(course, "autograde", name, "--force", "--log-level=WARN")
+        nbgrader(course, "generate_feedback", name, "--force", "--log-level=WARN")
+        took = time.perf_counter() - start
+        print(f"autograded {name}: {len(todo[name])} submission(s) in {took:.0f} s")
+    for name, student, score, max_score in scores(course):
+        print(f"  {name:<16} {student:<20} {score:6.1f} / {max_score:g}")
+    return 0
+
+
+def cmd_solutions(course: Path) -> int:
+    """Execute every solution notebook and write it as HTML (with its figures)."""
+    out_dir = course.parent / "build" / "solutions-html"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in assignments(course):
+        src = course.parent / "solutions" / name / f"{name}.ipynb"
+        if not src.is_file():
+            print(f"no {src}: run `release` first")
+            return 1
+        with tempfile.TemporaryDirectory(prefix=f"solution-{name}-") as tmp:
+            shutil.copytree(src.parent, tmp, dirs_exist_ok=True)
+            cmd = [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "nbconvert",
+                "--to",
+                "html",
+                "--execute",
+                f"--ExecutePreprocessor.timeout={_cell_timeout()}",
+                "--output-dir",
+                str(out_dir),
+                str(Path(tmp) / src.name),
+            ]
+            start = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(proc.stderr[-3000:])
+                return proc.returncode
+        print(f"{name}: {out_dir / (name + '.html')} ({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+def _cell_timeout() -> int:
+    return 600
+
+
+def cmd_check(course: Path) -> int:
+    problems = drift(course)
+    for line in problems:
+        print(line)
+    if problems:
+        print("exercises/ or solutions/ differ from course/source: run `make release`")
+        return 1
+    print("exercises/ and solutions/ match course/source")
+    return 0
+
+
+COMMANDS = {
+    "release": cmd_release,
+    "autograde": cmd_autograde,
+    "solutions": cmd_solutions,
+    "check": cmd_check,
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pingpong_lab.course_build", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("command", choices=sorted(COMMANDS))
+    parser.add_argument("--course", default=".", help="the course directory (default: .)")
+    args = parser.parse_args(argv)
+    course = Path(args.course).resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        parser.error(f"{course} has no nbgrader_config.py: run from course/ or pass --course")
+    return COMMANDS[args.command](course)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
