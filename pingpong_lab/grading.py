@@ -26,10 +26,10 @@ import io
 import json
 import os
 import pickle
-import re
 import signal
 import subprocess
 import sys
+import tempfile
 import types
 import warnings
 from pathlib import Path
@@ -183,13 +183,18 @@ class FakeComm:
         if not isinstance(peer, (int, np.integer)):
             raise TypeError(f"{what} must be a rank (int), got {peer!r}")
         if not (0 <= peer < self._size or peer in _any_source()):
-            raise ValueError(f"rank {self._rank}: {what}={peer} is not a rank of a {self._size}-rank communicator")
+            raise ValueError(
+                f"rank {self._rank}: {what}={peer} is not a rank of a {self._size}-rank communicator"
+            )
         if peer == self._rank:
             raise ValueError(f"rank {self._rank} sends to or receives from itself ({what}={peer})")
 
     def _last_sent(self):
         for op in reversed(self.log):
-            if op.kind in ("Send", "Isend", "Ssend", "send", "isend", "ssend") and op.data is not None:
+            if (
+                op.kind in ("Send", "Isend", "Ssend", "send", "isend", "ssend")
+                and op.data is not None
+            ):
                 return op.data
         return None
 
@@ -249,7 +254,16 @@ class FakeComm:
         self.log.append(op)
         return FakeRequest(self, op, fill=lambda: self._fill(view, source, tag))
 
-    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+    def Sendrecv(
+        self,
+        sendbuf,
+        dest,
+        sendtag=0,
+        recvbuf=None,
+        source=ANY_SOURCE,
+        recvtag=ANY_TAG,
+        status=None,
+    ):
         self._send("Sendrecv", sendbuf, dest, sendtag)
         if recvbuf is not None:
             view = _byte_view(recvbuf)
@@ -295,8 +309,10 @@ class FakeComm:
         except ImportError:
             in_place = False
         target = np.asarray(recvbuf[0] if isinstance(recvbuf, (list, tuple)) else recvbuf)
-        source = target if in_place else np.asarray(
-            sendbuf[0] if isinstance(sendbuf, (list, tuple)) else sendbuf
+        source = (
+            target
+            if in_place
+            else np.asarray(sendbuf[0] if isinstance(sendbuf, (list, tuple)) else sendbuf)
         )
         values = [source.copy(), *[np.full_like(target, o) for o in self._others]]
         target[...] = _reduce(values, op)
@@ -360,8 +376,20 @@ def _reduce(values, op):
 
 def comm_ops(log, kinds=None):
     """The communication calls of a log (Barrier, allreduce etc. left out unless asked)."""
-    kinds = kinds or {"Send", "Ssend", "Rsend", "Bsend", "Recv", "Isend", "Irecv", "Sendrecv",
-                      "send", "ssend", "recv", "isend"}
+    kinds = kinds or {
+        "Send",
+        "Ssend",
+        "Rsend",
+        "Bsend",
+        "Recv",
+        "Isend",
+        "Irecv",
+        "Sendrecv",
+        "send",
+        "ssend",
+        "recv",
+        "isend",
+    }
     return [op for op in log if op.kind in kinds]
 
 
@@ -400,7 +428,9 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
     recv_kinds = {"Irecv"} if nonblocking else {"Recv"}
     api = "Isend/Irecv" if nonblocking else "Send/Recv"
     logs, bufs, payload = trace(fn, size=size, nbytes=nbytes, seed=seed)
-    where = f"(with {size} ranks and a {nbytes}-byte message; what each rank did: {_describe(logs)})"
+    where = (
+        f"(with {size} ranks and a {nbytes}-byte message; what each rank did: {_describe(logs)})"
+    )
     for rank, log in enumerate(logs):
         for op in comm_ops(log):
             if op.kind in ("send", "recv", "ssend", "isend"):
@@ -409,7 +439,9 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
                     f"buffer-based comm.{api} (capital letter) here {where}"
                 )
             if op.kind not in send_kinds | recv_kinds:
-                raise AssertionError(f"rank {rank} called comm.{op.kind}; this ping-pong uses {api} {where}")
+                raise AssertionError(
+                    f"rank {rank} called comm.{op.kind}; this ping-pong uses {api} {where}"
+                )
     r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
     if nonblocking:  # rank 0 may post its receive first: a good habit
         assert sorted(op.kind for op in r0) == ["Irecv", "Isend"], (
@@ -429,13 +461,27 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
     assert [op.kind in recv_kinds for op in r1] == [True, False], (
         f"rank 1 must receive first and then send the message back {where}"
     )
-    assert r0[0].peer == 1 and r0[1].peer in (1, ANY_SOURCE), f"rank 0 must exchange with rank 1 {where}"
-    assert r1[0].peer in (0, ANY_SOURCE) and r1[1].peer == 0, f"rank 1 must exchange with rank 0 {where}"
-    assert r0[0].nbytes == nbytes, f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
-    assert r1[1].nbytes == nbytes, f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
-    assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, f"a receive buffer is too small {where}"
-    assert _tags_match(r0[0].tag, r1[0].tag), f"the tags of rank 0's send and rank 1's receive differ {where}"
-    assert _tags_match(r1[1].tag, r0[1].tag), f"the tags of rank 1's send and rank 0's receive differ {where}"
+    assert r0[0].peer == 1 and r0[1].peer in (1, ANY_SOURCE), (
+        f"rank 0 must exchange with rank 1 {where}"
+    )
+    assert r1[0].peer in (0, ANY_SOURCE) and r1[1].peer == 0, (
+        f"rank 1 must exchange with rank 0 {where}"
+    )
+    assert r0[0].nbytes == nbytes, (
+        f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
+    )
+    assert r1[1].nbytes == nbytes, (
+        f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
+    )
+    assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, (
+        f"a receive buffer is too small {where}"
+    )
+    assert _tags_match(r0[0].tag, r1[0].tag), (
+        f"the tags of rank 0's send and rank 1's receive differ {where}"
+    )
+    assert _tags_match(r1[1].tag, r0[1].tag), (
+        f"the tags of rank 1's send and rank 0's receive differ {where}"
+    )
     assert r0[0].data == payload.tobytes(), f"rank 0 must send the contents of sendbuf {where}"
     assert r1[1].data == payload.tobytes(), (
         f"rank 1 must send back exactly the bytes it received (the payload is checked) {where}"
@@ -462,13 +508,19 @@ def check_pickle_pingpong(fn, size=3, seed=0):
         logs.append(comm.log)
     where = f"(what each rank did: {_describe(logs)})"
     r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
-    assert [op.kind for op in r0] == ["send", "recv"], f"rank 0 must comm.send the object, then comm.recv the echo {where}"
-    assert [op.kind for op in r1] == ["recv", "send"], f"rank 1 must comm.recv, then comm.send the object back {where}"
+    assert [op.kind for op in r0] == ["send", "recv"], (
+        f"rank 0 must comm.send the object, then comm.recv the echo {where}"
+    )
+    assert [op.kind for op in r1] == ["recv", "send"], (
+        f"rank 1 must comm.recv, then comm.send the object back {where}"
+    )
     assert r0[0].peer == 1 and r1[1].peer == 0, f"ranks 0 and 1 must talk to each other {where}"
     assert r0[0].data == obj, f"rank 0 must send the object it was given {where}"
     assert r1[1].data == obj, f"rank 1 must send back the object it received {where}"
     assert results[0] == obj, f"rank 0 must return the echoed object, got {results[0]!r}"
-    assert all(r is None for r in results[1:]), f"ranks other than 0 must return None, got {results[1:]}"
+    assert all(r is None for r in results[1:]), (
+        f"ranks other than 0 must return None, got {results[1:]}"
+    )
     for rank in range(2, size):
         assert not comm_ops(logs[rank]), f"rank {rank} must stay idle {where}"
     return True
@@ -727,11 +779,23 @@ def _c_pingpong_on_engine(lib, function, nbytes, iters, instrumented):
     return {"rank": rank, "corrupt": corrupt, "codes": codes, "calls": calls}
 
 
-def c_pingpong_on_engines(cluster, lib, nbytes, iters=3, function="pingpong_c", instrumented=False,
-                          timeout=ENGINE_TIMEOUT_S):
+def c_pingpong_on_engines(
+    cluster,
+    lib,
+    nbytes,
+    iters=3,
+    function="pingpong_c",
+    instrumented=False,
+    timeout=ENGINE_TIMEOUT_S,
+):
     """Run the learner's C ping-pong on every engine; per-rank results ordered by rank."""
     return cluster.run(
-        _c_pingpong_on_engine, str(lib), function, int(nbytes), int(iters), bool(instrumented),
+        _c_pingpong_on_engine,
+        str(lib),
+        function,
+        int(nbytes),
+        int(iters),
+        bool(instrumented),
         timeout=timeout,
     )
 
@@ -741,7 +805,9 @@ def _raise_for_codes(results, function):
         bad = [c for c in res["codes"] if c != 0]
         if bad:
             if bad[0] == NOT_IMPLEMENTED:
-                raise AssertionError(f"{function} is not implemented yet (it returned NOT_IMPLEMENTED)")
+                raise AssertionError(
+                    f"{function} is not implemented yet (it returned NOT_IMPLEMENTED)"
+                )
             raise AssertionError(f"{function} returned {bad[0]} on rank {res['rank']} instead of 0")
 
 
@@ -750,8 +816,11 @@ def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="
     results = c_pingpong_on_engines(cluster, lib_instrumented, nbytes, iters, function, True)
     _raise_for_codes(results, function)
     shown = "; ".join(
-        f"rank {r['rank']}: " + (", ".join(f"{_OPS.get(k, k)}(peer={p}, tag={t}, {b} B)"
-                                             for k, p, t, b in r["calls"]) or "nothing")
+        f"rank {r['rank']}: "
+        + (
+            ", ".join(f"{_OPS.get(k, k)}(peer={p}, tag={t}, {b} B)" for k, p, t, b in r["calls"])
+            or "nothing"
+        )
         for r in results
     )
     where = f"(calls seen in the first round trip of {nbytes} bytes: {shown})"
@@ -760,8 +829,12 @@ def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="
     assert [c[0] for c in r0] in ([1, 2], [5, 2]), f"rank 0 must MPI_Send, then MPI_Recv {where}"
     assert [c[0] for c in r1] in ([2, 1], [2, 5]), f"rank 1 must MPI_Recv, then MPI_Send {where}"
     assert r0[0][1] == 1 and r1[1][1] == 0, f"ranks 0 and 1 must send to each other {where}"
-    assert r0[0][3] == nbytes and r1[1][3] == nbytes, f"each message must carry all {nbytes} bytes {where}"
-    assert _tags_match(r0[0][2], r1[0][2]) and _tags_match(r1[1][2], r0[1][2]), f"tags differ {where}"
+    assert r0[0][3] == nbytes and r1[1][3] == nbytes, (
+        f"each message must carry all {nbytes} bytes {where}"
+    )
+    assert _tags_match(r0[0][2], r1[0][2]) and _tags_match(r1[1][2], r0[1][2]), (
+        f"tags differ {where}"
+    )
     assert results[0]["corrupt"] == 0, f"the echo came back different from what rank 0 sent {where}"
     return True
 
@@ -776,32 +849,49 @@ def check_c_payload(cluster, lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function
 
 
 # -- more ranks: a separate mpiexec job, with a deadline ---------------------------------------
-def run_c_with_ranks(lib, nranks=3, nbytes=100, iters=2, function="pingpong_c",
-                     timeout=MPIEXEC_TIMEOUT_S):
+def run_c_with_ranks(
+    lib, nranks=3, nbytes=100, iters=2, function="pingpong_c", timeout=MPIEXEC_TIMEOUT_S
+):
     """Run the C ping-pong in a fresh `mpiexec -n nranks` job; per-rank results.
 
     The job runs in its own process group and is killed whole when it passes the deadline.
     """
     from pingpong_lab import mpi_env
 
-    cmd = [mpi_env.mpiexec(), "-n", str(nranks), sys.executable, "-m", "pingpong_lab.grading",
-           "c-pingpong", str(lib), function, str(nbytes), str(iters)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise AssertionError(
-            f"with {nranks} ranks, {function} did not finish within {timeout:g} s: probably a "
-            "deadlock (do ranks other than 0 and 1 wait for a message that never comes?)"
-        ) from None
-    results = [json.loads(line[len("PPGRADE "):]) for line in out.splitlines() if line.startswith("PPGRADE ")]
+    with tempfile.TemporaryDirectory(prefix="pp-grade-") as out_dir:
+        cmd = [
+            mpi_env.mpiexec(),
+            "-n",
+            str(nranks),
+            sys.executable,
+            "-m",
+            "pingpong_lab.grading",
+            "c-pingpong",
+            str(lib),
+            function,
+            str(nbytes),
+            str(iters),
+            out_dir,
+        ]
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise AssertionError(
+                f"with {nranks} ranks, {function} did not finish within {timeout:g} s: probably "
+                "a deadlock (do ranks other than 0 and 1 wait for a message that never comes?)"
+            ) from None
+        results = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("rank*.json"))]
     if proc.returncode != 0 or len(results) != nranks:
         tail = "\n".join(err.strip().splitlines()[-6:])
-        raise AssertionError(f"the {nranks}-rank run of {function} failed (exit {proc.returncode}):\n{tail}")
+        raise AssertionError(
+            f"the {nranks}-rank run of {function} failed (exit {proc.returncode}):\n{tail}"
+        )
     return sorted(results, key=lambda r: r["rank"])
 
 
@@ -814,11 +904,11 @@ def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
 
 def _job_main(argv):
     if argv[:1] != ["c-pingpong"]:
-        print("usage: python -m pingpong_lab.grading c-pingpong LIB FUNCTION NBYTES ITERS")
+        print("usage: python -m pingpong_lab.grading c-pingpong LIB FUNCTION NBYTES ITERS OUTDIR")
         return 2
-    lib, function, nbytes, iters = argv[1], argv[2], int(argv[3]), int(argv[4])
+    lib, function, nbytes, iters, out_dir = argv[1], argv[2], int(argv[3]), int(argv[4]), argv[5]
     result = _c_pingpong_on_engine(lib, function, nbytes, iters, False)
-    print("PPGRADE " + json.dumps(result), flush=True)
+    Path(out_dir, f"rank{result['rank']:05d}.json").write_text(json.dumps(result))
     return 0
 
 
@@ -840,8 +930,6 @@ def within_ratio(measured, reference, low=0.2, high=5.0, what="the measurement")
         )
     return ratio
 
-
-_IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
 # ================================================================================================
 # helper-3: functions for notebooks 03-05 go below this line (append only).
