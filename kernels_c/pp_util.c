@@ -161,7 +161,7 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
 {
     unsigned char *sbuf = NULL;
     unsigned char *rbuf = NULL;
-    int ok = warmup >= 0 && iters >= 0 && (samples != NULL || iters == 0);
+    int ok = warmup >= 0 && iters >= 0 && (samples != NULL || iters == 0) && flags >= 0;
     int all_ok = 0;
     int rc = 0;
     int corrupt = 0;
@@ -178,6 +178,7 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
         return PP_ERR_ALLOC;
     }
 
+    const int batch = PP_BATCH_OF(flags);
     for (long i = -(long)warmup; i < iters; i++) {
         if (i == 0) {
             PP_MPI_CHECK(MPI_Barrier(comm)); /* synchronised start of the timed iterations */
@@ -191,11 +192,13 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
         if (starts) {
             pp_fill(sbuf, nbytes, i); /* outside the timed region */
             double t0 = MPI_Wtime();
-            if (nonblocking) {
-                rc = pp_exchange_nonblocking(sbuf, rbuf, nbytes, peer, 1, comm);
-            } else {
-                rc = pp_send(sbuf, nbytes, peer, comm);
-                rc = rc ? rc : pp_recv(rbuf, nbytes, peer, comm);
+            for (int k = 0; k < batch && !rc; k++) {
+                if (nonblocking) {
+                    rc = pp_exchange_nonblocking(sbuf, rbuf, nbytes, peer, 1, comm);
+                } else {
+                    rc = pp_send(sbuf, nbytes, peer, comm);
+                    rc = rc ? rc : pp_recv(rbuf, nbytes, peer, comm);
+                }
             }
             double t1 = MPI_Wtime();
             if (rc) {
@@ -205,24 +208,26 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
                 corrupt++;
             }
             if (i >= 0) {
-                samples[i] = t1 - t0;
+                samples[i] = (t1 - t0) / batch;
             }
         } else {
-            if (nonblocking) {
-                rc = pp_irecv_wait((char *)rbuf, nbytes, peer, comm);
-            } else {
-                rc = pp_recv(rbuf, nbytes, peer, comm);
-            }
-            if (rc) {
-                return rc;
-            }
-            if ((flags & PP_CORRUPT_ECHO) && nbytes > 0) {
-                rbuf[nbytes / 2] ^= 0xFF;
-            }
-            rc = nonblocking ? pp_isend_wait((char *)rbuf, nbytes, peer, comm)
-                             : pp_send(rbuf, nbytes, peer, comm);
-            if (rc) {
-                return rc;
+            for (int k = 0; k < batch; k++) {
+                if (nonblocking) {
+                    rc = pp_irecv_wait((char *)rbuf, nbytes, peer, comm);
+                } else {
+                    rc = pp_recv(rbuf, nbytes, peer, comm);
+                }
+                if (rc) {
+                    return rc;
+                }
+                if ((flags & PP_CORRUPT_ECHO) && nbytes > 0 && k == batch - 1) {
+                    rbuf[nbytes / 2] ^= 0xFF;
+                }
+                rc = nonblocking ? pp_isend_wait((char *)rbuf, nbytes, peer, comm)
+                                 : pp_send(rbuf, nbytes, peer, comm);
+                if (rc) {
+                    return rc;
+                }
             }
             if (i >= 0) {
                 samples[i] = NAN;

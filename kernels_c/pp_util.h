@@ -7,6 +7,7 @@
  * It returns the number of corrupted echoes seen by this rank (0 when every payload came back
  * intact) or a negative PP_ERR_* code. samples[i] receives the round-trip time of timed
  * iteration i in seconds on ranks that start an exchange; other ranks write NaN there.
+ * `flags` combines PP_SHARED_BUFFER, PP_CORRUPT_ECHO and PP_FLAGS_BATCH(k).
  */
 #ifndef PP_UTIL_H
 #define PP_UTIL_H
@@ -17,6 +18,12 @@
 /* Flags (bit mask). */
 #define PP_SHARED_BUFFER 1 /* one buffer for send and receive (Durham style), not OSU's two */
 #define PP_CORRUPT_ECHO 2  /* fault injection: the echoing rank flips one byte every iteration */
+/* Round trips per timed sample, in bits 8 and up (0 means 1). A sample is then the mean round
+ * trip of a block of k back-to-back exchanges: used when one round trip is too short for the
+ * timer's resolution. The payload changes from sample to sample and is checked after each. */
+#define PP_BATCH_SHIFT 8
+#define PP_FLAGS_BATCH(k) ((k) << PP_BATCH_SHIFT)
+#define PP_BATCH_OF(flags) (((flags) >> PP_BATCH_SHIFT) > 0 ? ((flags) >> PP_BATCH_SHIFT) : 1)
 
 /* Error codes (negative return values). */
 #define PP_ERR_ARGS (-1)     /* bad argument: negative counts, NULL samples */

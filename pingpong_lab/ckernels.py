@@ -25,6 +25,8 @@ DEFAULT_LIBRARY = KERNELS_DIR / "build" / "libpingpong.so"
 
 SHARED_BUFFER = 1  # flags, as in pp_util.h
 CORRUPT_ECHO = 2
+BATCH_SHIFT = 8  # PP_FLAGS_BATCH(k): round trips per timed sample
+MAX_BATCH = 1 << 22
 ERRORS = {
     -1: "bad argument (negative size or count, or no sample buffer)",
     -2: "the pairwise exchange needs an even number of ranks (bottom half <-> top half)",
@@ -133,13 +135,16 @@ def c_kernel(mode: str, path=DEFAULT_LIBRARY):
     if mode not in C_FUNCTIONS:
         raise ValueError(f"unknown C kernel {mode!r}; choose one of {sorted(C_FUNCTIONS)}")
 
-    def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False):
+    def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
         lib = load(path)
         fn = getattr(lib, C_FUNCTIONS[mode])
         samples = np.full(max(int(iters), 1), np.nan)
-        flags = (SHARED_BUFFER if shared_buffer else 0) | (CORRUPT_ECHO if corrupt_echo else 0)
         if nbytes < 0 or warmup < 0 or iters < 0:
             raise KernelError(f"sizes and counts must be non-negative: {nbytes}, {warmup}, {iters}")
+        if not 1 <= int(batch) < MAX_BATCH:
+            raise KernelError(f"batch must be between 1 and {MAX_BATCH - 1}, got {batch}")
+        flags = (SHARED_BUFFER if shared_buffer else 0) | (CORRUPT_ECHO if corrupt_echo else 0)
+        flags |= int(batch) << BATCH_SHIFT
         rc = fn(
             comm_handle(comm),
             int(nbytes),

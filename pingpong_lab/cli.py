@@ -72,12 +72,26 @@ def sweep_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-bytes", type=_size, default=1)
     p.add_argument("--max-bytes", type=_size, default=64 << 20)
     p.add_argument("--out", default="results.csv", help="CSV file (+ .json and .samples.npz)")
-    p.add_argument("--reps", type=_positive_int, help="fixed repetitions (default: calibrated)")
+    p.add_argument(
+        "--reps", type=_positive_int, help="fixed repetitions, one round (default: adaptive)"
+    )
+    p.add_argument(
+        "--ci",
+        type=_positive_float,
+        default=measure.REL_CI,
+        help="stop a size once the median's 95%% CI is within +/- this fraction (default 0.02)",
+    )
+    p.add_argument(
+        "--budget",
+        type=_positive_float,
+        default=measure.BUDGET_S,
+        help="... or after this many seconds on the size (default 1.0)",
+    )
     p.add_argument(
         "--target-time",
         type=_positive_float,
         default=measure.TARGET_S,
-        help="seconds of measurement per size when calibrating (default 0.25)",
+        help="seconds of the first round at each size (default 0.25)",
     )
     p.add_argument(
         "--shared-buffer",
@@ -140,6 +154,8 @@ def run_sweep(argv) -> int:
         "out": os.path.abspath(a.out),
         "reps": a.reps,
         "target_s": a.target_time,
+        "rel_ci": a.ci,
+        "budget_s": a.budget,
         "shared_buffer": a.shared_buffer,
         "library": a.library,
         "transport": a.transport,

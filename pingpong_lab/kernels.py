@@ -2,12 +2,14 @@
 
 Every kernel is called on every rank of `comm` at once:
 
-    samples, n_corrupt = kernel(comm, nbytes, warmup, iters, shared_buffer=False)
+    samples, n_corrupt = kernel(comm, nbytes, warmup, iters, shared_buffer=False, batch=1)
 
 `samples[i]` is the round-trip time of timed iteration i in seconds on ranks that start an
 exchange and NaN on the others (echoing or idle ranks); `n_corrupt` counts echoes that came back
-different from what was sent. Warm-up iterations are not timed, a Barrier starts the timed
-iterations together, and the payload is written before and checked after the timed region.
+different from what was sent. With batch=k each sample is the mean round trip of k back-to-back
+exchanges (for round trips too short for the timer); the payload changes from sample to sample.
+Warm-up iterations are not timed, a Barrier starts the timed iterations together, and the
+payload is written before and checked after the timed region.
 
 - ``blocking``: buffer-mode ``Send``/``Recv`` on byte arrays (no pickling, like C).
 - ``nonblocking``: ``Isend``/``Irecv`` and ``Waitall``.
@@ -43,7 +45,9 @@ def free_buffers() -> None:
     _cache.clear()
 
 
-def _check_args(comm, nbytes, warmup, iters):
+def _check_args(comm, nbytes, warmup, iters, batch=1):
+    if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 1:
+        raise KernelError(f"batch must be a positive number of round trips, got {batch!r}")
     for name, value in (("nbytes", nbytes), ("warmup", warmup), ("iters", iters)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
             raise KernelError(f"{name} must be a non-negative integer, got {value!r}")
@@ -51,7 +55,9 @@ def _check_args(comm, nbytes, warmup, iters):
         raise KernelError("a ping-pong needs at least 2 ranks; this communicator has 1")
 
 
-def _run_pairs(comm, peer, starts, nbytes, warmup, iters, shared_buffer, corrupt_echo, style):
+def _run_pairs(
+    comm, peer, starts, nbytes, warmup, iters, shared_buffer, corrupt_echo, style, batch=1
+):
     from mpi4py import MPI
 
     samples = np.full(iters, np.nan)
@@ -70,62 +76,65 @@ def _run_pairs(comm, peer, starts, nbytes, warmup, iters, shared_buffer, corrupt
             comm.Barrier()
         if starts:
             payload.fill(sbuf, base, i)
-            if style == "blocking":
-                t0 = wtime()
-                comm.Send(sbuf, dest=peer, tag=TAG)
-                comm.Recv(rbuf, source=peer, tag=TAG)
-                t1 = wtime()
-                echoed = rbuf
-            elif style == "nonblocking":
-                t0 = wtime()
-                if shared_buffer:
-                    comm.Isend(sbuf, dest=peer, tag=TAG).Wait()
-                    comm.Irecv(rbuf, source=peer, tag=TAG).Wait()
-                else:
-                    reqs = [
-                        comm.Irecv(rbuf, source=peer, tag=TAG),
-                        comm.Isend(sbuf, dest=peer, tag=TAG),
-                    ]
-                    MPI.Request.Waitall(reqs)
-                t1 = wtime()
-                echoed = rbuf
-            else:  # pickle
-                t0 = wtime()
-                comm.send(sbuf, dest=peer, tag=TAG)
-                echoed = comm.recv(source=peer, tag=TAG)
-                t1 = wtime()
+            t0 = wtime()
+            for _ in range(batch):
+                if style == "blocking":
+                    comm.Send(sbuf, dest=peer, tag=TAG)
+                    comm.Recv(rbuf, source=peer, tag=TAG)
+                    echoed = rbuf
+                elif style == "nonblocking":
+                    if shared_buffer:
+                        comm.Isend(sbuf, dest=peer, tag=TAG).Wait()
+                        comm.Irecv(rbuf, source=peer, tag=TAG).Wait()
+                    else:
+                        reqs = [
+                            comm.Irecv(rbuf, source=peer, tag=TAG),
+                            comm.Isend(sbuf, dest=peer, tag=TAG),
+                        ]
+                        MPI.Request.Waitall(reqs)
+                    echoed = rbuf
+                else:  # pickle
+                    comm.send(sbuf, dest=peer, tag=TAG)
+                    echoed = comm.recv(source=peer, tag=TAG)
+            t1 = wtime()
             if not payload.matches(echoed, base, i):
                 corrupt += 1
             if i >= 0:
-                samples[i] = t1 - t0
+                samples[i] = (t1 - t0) / batch
         else:
-            if style == "pickle":
-                msg = comm.recv(source=peer, tag=TAG)
-                if corrupt_echo and nbytes:
-                    msg = msg.copy()
-                    msg[nbytes // 2] ^= 0xFF
-                comm.send(msg, dest=peer, tag=TAG)
-                continue
-            if style == "nonblocking":
-                comm.Irecv(rbuf, source=peer, tag=TAG).Wait()
-            else:
-                comm.Recv(rbuf, source=peer, tag=TAG)
-            if corrupt_echo and nbytes:
-                rbuf[nbytes // 2] ^= 0xFF
-            if style == "nonblocking":
-                comm.Isend(rbuf, dest=peer, tag=TAG).Wait()
-            else:
-                comm.Send(rbuf, dest=peer, tag=TAG)
+            for k in range(batch):
+                _echo(comm, peer, rbuf, nbytes, style, corrupt_echo and k == batch - 1)
     return samples, corrupt
 
 
+def _echo(comm, peer, rbuf, nbytes, style, corrupt):
+    """Receive one message and send back exactly what arrived (one byte flipped if corrupt)."""
+    if style == "pickle":
+        msg = comm.recv(source=peer, tag=TAG)
+        if corrupt and nbytes:
+            msg = msg.copy()
+            msg[nbytes // 2] ^= 0xFF
+        comm.send(msg, dest=peer, tag=TAG)
+        return
+    if style == "nonblocking":
+        comm.Irecv(rbuf, source=peer, tag=TAG).Wait()
+    else:
+        comm.Recv(rbuf, source=peer, tag=TAG)
+    if corrupt and nbytes:
+        rbuf[nbytes // 2] ^= 0xFF
+    if style == "nonblocking":
+        comm.Isend(rbuf, dest=peer, tag=TAG).Wait()
+    else:
+        comm.Send(rbuf, dest=peer, tag=TAG)
+
+
 def _pingpong(style):
-    def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False):
-        _check_args(comm, nbytes, warmup, iters)
+    def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
+        _check_args(comm, nbytes, warmup, iters, batch)
         rank = comm.Get_rank()
         peer = {0: 1, 1: 0}.get(rank)
         return _run_pairs(
-            comm, peer, rank == 0, nbytes, warmup, iters, shared_buffer, corrupt_echo, style
+            comm, peer, rank == 0, nbytes, warmup, iters, shared_buffer, corrupt_echo, style, batch
         )
 
     kernel.__name__ = f"pingpong_{style}"
@@ -138,9 +147,9 @@ pingpong_nonblocking = _pingpong("nonblocking")
 pingpong_pickle = _pingpong("pickle")
 
 
-def pairwise(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False):
+def pairwise(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
     """Every rank r < size/2 ping-pongs with r + size/2 at the same time (blocking)."""
-    _check_args(comm, nbytes, warmup, iters)
+    _check_args(comm, nbytes, warmup, iters, batch)
     size, rank = comm.Get_size(), comm.Get_rank()
     if size % 2:
         raise KernelError(
@@ -150,7 +159,16 @@ def pairwise(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=Fals
     half = size // 2
     peer = rank + half if rank < half else rank - half
     return _run_pairs(
-        comm, peer, rank < half, nbytes, warmup, iters, shared_buffer, corrupt_echo, "blocking"
+        comm,
+        peer,
+        rank < half,
+        nbytes,
+        warmup,
+        iters,
+        shared_buffer,
+        corrupt_echo,
+        "blocking",
+        batch,
     )
 
 

@@ -18,11 +18,14 @@ from .errors import KernelError, PayloadError
 
 KINDS = ("c", "python")
 MODES = ("blocking", "nonblocking", "pairwise", "pickle")
-TARGET_S = 0.25  # measured time per message size
+TARGET_S = 0.25  # measured time of the first round at each message size
+REL_CI = 0.02  # stop when the median's 95% CI is within +/- 2% of it ...
+BUDGET_S = 1.0  # ... or when this much time was spent on the size
 MIN_REPS = 20
 MAX_REPS = 100_000
 CALIBRATION_REPS = 5
 MAX_WARMUP = 200
+BLOCK_FACTOR = 100  # a timed block must last at least 100x the timer's resolution
 
 
 def message_sizes(min_bytes: int, max_bytes: int) -> list[int]:
@@ -101,22 +104,46 @@ def _mpi():
     return MPI
 
 
-def choose_reps(
-    comm, kernel, nbytes, target_s=TARGET_S, min_reps=MIN_REPS, max_reps=MAX_REPS, **options
-) -> int:
-    """Repetitions so that one size takes about target_s, from a short calibration run.
+def timer_resolution(comm) -> float:
+    """The MPI_Wtime resolution as measured (not only Wtick), the worst over ranks."""
+    MPI = _mpi()
+    return comm.allreduce(stats.measured_timer_resolution(MPI.Wtime, n=50), op=MPI.MAX)
 
-    The calibration's round trips are extrapolated; ranks that do not time (NaN) propose
-    min_reps, and the maximum over ranks wins, so every rank runs the same count.
+
+def plan(
+    comm,
+    kernel,
+    nbytes,
+    *,
+    target_s=TARGET_S,
+    min_reps=MIN_REPS,
+    max_reps=MAX_REPS,
+    resolution_s=1e-9,
+    batch=None,
+    **options,
+) -> tuple[int, int]:
+    """(reps, batch) for one size from a short calibration run; every rank gets the same.
+
+    batch (round trips per timed sample) is the smallest that makes a timed block last
+    BLOCK_FACTOR x the timer resolution; reps make the first round last about target_s. Ranks
+    that do not time propose the minimum, and the maximum over ranks wins (Allreduce MAX).
+    A fixed `batch` whose block would be too short for the timer is refused.
     """
+    MPI = _mpi()
     samples = run_agreed(comm, kernel, nbytes, 1, CALIBRATION_REPS, **options)
     timed = samples[~np.isnan(samples)] if samples is not None else np.array([])
+    auto_batch, reps = 1, min_reps
     if timed.size:
-        per_rep = max(float(np.median(timed)), 1e-9)
-        reps = int(min(max_reps, max(min_reps, math.ceil(target_s / per_rep))))
-    else:
-        reps = min_reps
-    return comm.allreduce(reps, op=_mpi().MAX)
+        round_trip = max(float(np.median(timed)), 1e-9)
+        auto_batch = max(1, math.ceil(BLOCK_FACTOR * resolution_s / float(np.min(timed))))
+        reps = int(min(max_reps, max(min_reps, math.ceil(target_s / (round_trip * auto_batch)))))
+    auto_batch = comm.allreduce(auto_batch, op=MPI.MAX)
+    reps = comm.allreduce(reps, op=MPI.MAX)
+    if batch is not None:
+        shortest = comm.allreduce(float(np.min(timed)) if timed.size else math.inf, op=MPI.MIN)
+        stats.check_timed_block(shortest * batch, resolution_s, BLOCK_FACTOR)
+        return reps, int(batch)
+    return reps, auto_batch
 
 
 def warmup_for(reps: int) -> int:
@@ -132,10 +159,10 @@ def gather_one_way(comm, samples) -> np.ndarray | None:
     return np.vstack(rows) / 2.0
 
 
-def summary_row(nbytes: int, reps: int, warmup: int, t: np.ndarray) -> dict:
+def summary_row(nbytes: int, reps: int, warmup: int, t: np.ndarray, **extra) -> dict:
     """The tidy CSV row of one message size from its per-iteration one-way times t."""
     s = stats.summarize(t, n_boot=0)  # the order-statistics CI; bootstrap on demand
-    return {
+    row = {
         "nbytes": int(nbytes),
         "reps": int(reps),
         "warmup": int(warmup),
@@ -148,8 +175,88 @@ def summary_row(nbytes: int, reps: int, warmup: int, t: np.ndarray) -> dict:
         "t_p99_s": s.p99,
         "ci_lo_s": s.ci_lo,
         "ci_hi_s": s.ci_hi,
+        "ci_rel_halfwidth": ci_half_width(s),
+        "n_outliers": s.n_high_iqr + s.n_low_iqr,
         "bandwidth_Bps": (nbytes / s.median) if s.median > 0 else float("nan"),
     }
+    row.update(extra)
+    return row
+
+
+def ci_half_width(s) -> float:
+    """Half the median's CI width relative to the median (0.02 means +/- 2%)."""
+    if not s.median > 0 or math.isnan(s.ci_lo):
+        return float("nan")
+    return max(s.median - s.ci_lo, s.ci_hi - s.median) / s.median
+
+
+def measure_size(
+    comm,
+    kernel,
+    nbytes,
+    *,
+    reps=None,
+    batch=None,
+    rel_ci=REL_CI,
+    budget_s=BUDGET_S,
+    target_s=TARGET_S,
+    min_reps=MIN_REPS,
+    max_reps=MAX_REPS,
+    resolution_s=1e-9,
+    **options,
+):
+    """Measure one size in rounds until the median's CI is narrow enough or the budget is spent.
+
+    Every round's samples are kept. Rank 0 decides whether to stop and broadcasts it, so all
+    ranks run the same rounds. On rank 0 returns (row, one_way (ranks x all reps)); else None.
+    The row's stop_reason says why it stopped: "ci" (precision reached), "budget" (time ran
+    out first) or "fixed" (reps given, one round).
+    """
+    start = time.perf_counter()
+    planned, batch = plan(
+        comm,
+        kernel,
+        nbytes,
+        target_s=target_s,
+        min_reps=min_reps,
+        max_reps=max_reps,
+        resolution_s=resolution_s,
+        batch=batch,
+        **options,
+    )
+    n = reps if reps is not None else planned
+    warmup = warmup_for(n)
+    rounds = []
+    while True:
+        samples = run_agreed(comm, kernel, nbytes, warmup, n, batch=batch, **options)
+        one_way = gather_one_way(comm, samples)
+        decision = None
+        if comm.Get_rank() == 0:
+            rounds.append(one_way)
+            s = stats.summarize(stats.max_across_ranks(np.hstack(rounds)), n_boot=0)
+            width = ci_half_width(s)
+            if reps is not None or rel_ci is None:
+                decision = "fixed"
+            elif width <= rel_ci:
+                decision = "ci"
+            elif time.perf_counter() - start >= budget_s:
+                decision = "budget"
+        decision = comm.bcast(decision, root=0)
+        if decision is not None:
+            break
+    if comm.Get_rank() != 0:
+        return None
+    everything = np.hstack(rounds)
+    row = summary_row(
+        nbytes,
+        everything.shape[1],
+        warmup,
+        stats.max_across_ranks(everything),
+        batch=batch,
+        rounds=len(rounds),
+        stop_reason=decision,
+    )
+    return row, everything
 
 
 def sweep(
@@ -157,10 +264,13 @@ def sweep(
     mode: str,
     sizes,
     *,
+    reps: int | None = None,
+    batch: int | None = None,
+    rel_ci: float | None = REL_CI,
+    budget_s: float = BUDGET_S,
     target_s: float = TARGET_S,
     min_reps: int = MIN_REPS,
     max_reps: int = MAX_REPS,
-    reps: int | None = None,
     shared_buffer: bool = False,
     library=None,
     comm=None,
@@ -168,29 +278,36 @@ def sweep(
 ):
     """Measure every size; on rank 0 return (rows, raw) where raw[nbytes] = (ranks x reps).
 
-    `reps` fixes the repetitions; otherwise they come from a calibration run per size.
+    By default each size is measured adaptively (see measure_size): +/- rel_ci precision of the
+    median or budget_s seconds, whichever comes first. `reps` fixes the repetitions (one round).
     `progress(index, total, row, seconds)` is called on rank 0 after each size.
     """
-    MPI = _mpi()
-    comm = comm if comm is not None else MPI.COMM_WORLD
+    comm = comm if comm is not None else _mpi().COMM_WORLD
     kernel = get_kernel(kind, mode, library)
-    options = {"shared_buffer": shared_buffer}
+    resolution = timer_resolution(comm)
     rows, raw = [], {}
     sizes = list(sizes)
     for index, nbytes in enumerate(sizes):
         start = time.perf_counter()
-        n = (
-            reps
-            if reps is not None
-            else choose_reps(comm, kernel, nbytes, target_s, min_reps, max_reps, **options)
+        out = measure_size(
+            comm,
+            kernel,
+            nbytes,
+            reps=reps,
+            batch=batch,
+            rel_ci=rel_ci,
+            budget_s=budget_s,
+            target_s=target_s,
+            min_reps=min_reps,
+            max_reps=max_reps,
+            resolution_s=resolution,
+            shared_buffer=shared_buffer,
         )
-        warmup = warmup_for(n)
-        samples = run_agreed(comm, kernel, nbytes, warmup, n, **options)
-        one_way = gather_one_way(comm, samples)
-        if comm.Get_rank() == 0:
-            raw[nbytes] = one_way
-            row = summary_row(nbytes, n, warmup, stats.max_across_ranks(one_way))
+        if out is not None:
+            row, one_way = out
+            row["timer_resolution_s"] = resolution
             rows.append(row)
+            raw[nbytes] = one_way
             if progress is not None:
                 progress(index, len(sizes), row, time.perf_counter() - start)
     if comm.Get_rank() != 0:

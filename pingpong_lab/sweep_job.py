@@ -16,9 +16,11 @@ from .errors import PingPongLabError
 
 
 def _progress(index, total, row, seconds):
+    ci = row["ci_rel_halfwidth"] * 100
     print(
         f"[{index + 1:>2}/{total}] {row['nbytes']:>10} B  median {row['t_median_s'] * 1e6:10.2f} us"
-        f"  min {row['t_min_s'] * 1e6:10.2f} us  reps {row['reps']:>6}  ({seconds:.2f} s)",
+        f" +/-{ci:5.2f}%  min {row['t_min_s'] * 1e6:10.2f} us  reps {row['reps']:>6}"
+        f" x{row['batch']}  {row['stop_reason']:<6} ({seconds:.2f} s)",
         flush=True,
     )
 
@@ -34,6 +36,8 @@ def main(argv=None) -> int:
             args["mode"],
             args["sizes"],
             target_s=args.get("target_s", measure.TARGET_S),
+            rel_ci=args.get("rel_ci", measure.REL_CI),
+            budget_s=args.get("budget_s", measure.BUDGET_S),
             reps=args.get("reps"),
             shared_buffer=args.get("shared_buffer", False),
             library=args.get("library"),
@@ -47,11 +51,15 @@ def main(argv=None) -> int:
             sizes=args["sizes"],
             buffers="shared" if args.get("shared_buffer") else "separate",
             launcher="mpiexec",
+            precision={"rel_ci": args.get("rel_ci"), "budget_s_per_size": args.get("budget_s")},
             transport=args.get("transport", "default"),
         )
         if comm.Get_rank() == 0:
             rows, raw = out
             info["repetitions"] = {str(r["nbytes"]): r["reps"] for r in rows}
+            info["stop_reasons"] = {str(r["nbytes"]): r["stop_reason"] for r in rows}
+            met = sum(r["stop_reason"] in ("ci", "fixed") for r in rows)
+            print(f"precision target met at {met} of {len(rows)} sizes", flush=True)
             results.write_results(args["out"], rows, info, raw)
             print(f"wrote {args['out']} ({len(rows)} sizes)", flush=True)
         return 0
