@@ -94,3 +94,40 @@ def test_sweep_on_engines_matches_the_csv_schema(cluster4):
         assert row["ci_lo_s"] <= row["t_median_s"] <= row["ci_hi_s"]
     assert raw[1024].shape == (4, 30)
     assert np.all(np.isnan(raw[1024][2:]))  # the echoing half does not time
+
+
+def _plan_with(resolution_s, batch):
+    from mpi4py import MPI
+
+    from pingpong_lab import measure
+
+    kernel = measure.get_kernel("c", "blocking")
+    return measure.plan(MPI.COMM_WORLD, kernel, 8, resolution_s=resolution_s, batch=batch)
+
+
+def test_a_coarse_timer_makes_every_sample_a_batch_of_round_trips(cluster2):
+    (reps0, batch0), (reps1, batch1) = cluster2.run(_plan_with, 1e-4, None, timeout=60)
+    assert (reps0, batch0) == (reps1, batch1), "ranks must agree on the plan"
+    assert batch0 > 100  # 100 x 0.1 ms of timer resolution is many 8-byte round trips
+
+
+def test_a_timed_block_shorter_than_100_timer_ticks_is_refused(cluster2):
+    with pytest.raises(RemoteError) as info:
+        cluster2.run(_plan_with, 1e-3, 1, timeout=60)
+    assert "resolution" in str(info.value)
+
+
+def _adaptive_sweep(rel_ci, budget_s):
+    from pingpong_lab import measure
+
+    return measure.sweep(
+        "python", "blocking", [64], rel_ci=rel_ci, budget_s=budget_s, target_s=0.02
+    )
+
+
+def test_adaptive_sizes_stop_on_precision_or_budget_and_say_which(cluster2):
+    rows, raw = cluster2.run(_adaptive_sweep, 0.5, 5.0, timeout=60)[0]
+    assert rows[0]["stop_reason"] == "ci" and rows[0]["ci_rel_halfwidth"] <= 0.5
+    rows, raw = cluster2.run(_adaptive_sweep, 1e-9, 0.3, timeout=60)[0]
+    assert rows[0]["stop_reason"] == "budget"
+    assert raw[64].shape[1] == rows[0]["reps"]  # every round's samples are kept
