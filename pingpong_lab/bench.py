@@ -1,0 +1,739 @@
+"""`python -m pingpong_lab.bench`: is our measurement fair? Ratios, all measured in one run.
+
+    python -m pingpong_lab.bench [--np 2] [--out bench-results] [--rounds 5] [--quick]
+
+A shared 2-core machine is noisy, so every number here is a RATIO of two things measured in the
+same run, interleaved (A B A B ...) over several rounds, each side summarised by the median over
+rounds. Comparisons:
+
+- launcher: the same C kernel (kernels_c, blocking) under plain mpiexec and on ipyparallel
+  engines (MPICluster + measure), at 8 B, 64 KiB, 1 MiB and 16 MiB (target: within 5 %);
+- OSU methodology: our C sweep at 1 MiB vs the same C kernel run the OSU way
+  (kernels_c/build/pp_blocking: OSU's iteration counts, mean of the iterations) and vs
+  mpi4py.bench pingpong (the real OSU micro-benchmarks are not packaged here);
+- mpi4py.bench: our Python kernel vs `mpi4py.bench pingpong` (same MPI, same sizes, same
+  iteration counts, same statistic: mean of rank 0's half round trips; target: within 10 %);
+- hardware floor (kernels_c/build/hw_floor, no MPI): MPI latency / cache-line ping-pong between
+  two pinned processes, MPI bandwidth / single-core memcpy bandwidth;
+- course costs: engine start time, a full 1 B..64 MiB C sweep at the default precision.
+
+Writes OUT/bench.csv, OUT/bench.md and OUT/bench.json (provenance), prints the table, and leaves
+no process behind (engines and mpiexec jobs are stopped, also on errors and Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import importlib
+import importlib.util
+import io
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from . import measure, mpi_env, stats
+from .ckernels import DEFAULT_LIBRARY, KERNELS_DIR
+
+KIB, MIB = 1 << 10, 1 << 20
+LAUNCH_SIZES = (8, 64 * KIB, MIB, 16 * MIB)
+# repetitions per size for the launcher comparison (about 0.05-0.2 s per size)
+LAUNCH_REPS = {8: 20000, 64 * KIB: 3000, MIB: 500, 16 * MIB: 100}
+QUICK_LAUNCH_REPS = {8: 500, 64 * KIB: 100, MIB: 20, 16 * MIB: 4}
+PY_SIZES = tuple(4**k for k in range(13))  # 1 B .. 16 MiB
+QUICK_PY_SIZES = (1, 1024, 64 * KIB)
+OSU_SIZE = MIB
+FULL_SWEEP = (1, 64 * MIB)
+QUICK_SWEEP = (1, 64 * KIB)
+HW_FLOOR = KERNELS_DIR / "build" / "hw_floor"
+PP_BLOCKING = KERNELS_DIR / "build" / "pp_blocking"
+JOB_TIMEOUT_S = 300
+COLUMNS = (
+    "group",
+    "metric",
+    "nbytes",
+    "a_label",
+    "a_value",
+    "b_label",
+    "b_value",
+    "unit",
+    "ratio",
+    "ratio_definition",
+    "target",
+    "within_target",
+    "rounds",
+    "note",
+)
+
+
+def _log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# -- SPMD pieces: run on every rank (under mpiexec or on engines) ----------------------------
+def c_fixed_sizes(sizes_reps, library=None):
+    """C blocking kernel, fixed repetitions per size: rank 0 gets {nbytes: stats}, others None.
+
+    The same function runs under mpiexec and on engines, so only the launcher differs.
+    """
+    from pingpong_lab import measure
+
+    out = {}
+    for nbytes, reps in sizes_reps:
+        res = measure.sweep("c", "blocking", [int(nbytes)], reps=int(reps), library=library)
+        if res is not None:
+            row = res[0][0]
+            out[int(nbytes)] = {k: row[k] for k in ("t_median_s", "t_mean_s", "t_min_s", "reps")}
+    return out or None
+
+
+def _mpi4py_bench_counts(nbytes: int, quick: bool) -> tuple[int, int]:
+    """(warm-up, iterations) as mpi4py.bench pingpong chooses them (huge messages: more)."""
+    if quick:
+        return 5, 50
+    if nbytes <= 16 * KIB:
+        return 100, 10000
+    if nbytes <= MIB:
+        return 10, 1000
+    return 5, 100  # mpi4py.bench's default is 1 warm-up + 10 iterations: too few to compare
+
+
+def python_vs_mpi4py_bench(sizes, quick=False):
+    """Per size: our Python blocking kernel, then mpi4py.bench pingpong, same counts.
+
+    Rank 0 gets {nbytes: {"ours_mean_s", "ours_median_s", "bench_mean_s", "warmup", "iters"}}.
+    Both statistics are the mean of rank 0's half round trips (what mpi4py.bench prints).
+    """
+    from mpi4py import MPI
+    from mpi4py import bench as mpi4py_bench
+
+    comm = MPI.COMM_WORLD
+    kernel = measure.get_kernel("python", "blocking")
+    out = {}
+    for nbytes in sizes:
+        warmup, iters = _mpi4py_bench_counts(int(nbytes), quick)
+        samples = measure.run_agreed(comm, kernel, int(nbytes), warmup, iters)
+        one_way = measure.gather_one_way(comm, samples)
+        args = ["-m", str(nbytes), "-n", str(nbytes), "-s", str(warmup), "-l", str(iters)]
+        args += ["--large-size", str(1 << 40), "--huge-size", str(1 << 40)]
+        theirs = mpi4py_bench.pingpong(comm, args, verbose=False)
+        written = _bench_loop_written(comm, int(nbytes), warmup, iters)
+        if comm.Get_rank() == 0:
+            t = stats.max_across_ranks(one_way)
+            out[int(nbytes)] = {
+                "ours_mean_s": float(np.nanmean(t)),
+                "ours_median_s": float(np.nanmedian(t)),
+                "bench_mean_s": float(theirs[0][1]),
+                "bench_written_mean_s": written,
+                "warmup": warmup,
+                "iters": iters,
+            }
+    return out if comm.Get_rank() == 0 else None
+
+
+def _bench_loop_written(comm, nbytes, warmup, iters):
+    """mpi4py.bench pingpong's loop, verbatim, but with buffers written before use.
+
+    mpi4py.bench sends from numpy.empty() buffers that are never written: large ones are fresh
+    zero pages, so the sender reads one cached physical page and large messages look up to 2x
+    faster than from real data. This replica is the fair reference at large sizes.
+    """
+    import statistics
+
+    from mpi4py import MPI
+
+    s_buf = np.empty(nbytes, "B")
+    r_buf = np.empty(nbytes, "B")
+    s_buf.fill(1)
+    r_buf.fill(2)
+    s_msg, r_msg = [s_buf, nbytes, MPI.BYTE], [r_buf, nbytes, MPI.BYTE]
+    send, recv, wtime = comm.Send, comm.Recv, MPI.Wtime
+    rank = comm.Get_rank()
+    t_list = []
+    comm.Barrier()
+    for i in range(warmup + iters):
+        t_start = wtime()
+        if rank == 0:
+            send(s_msg, 1, 0)
+            recv(r_msg, 1, 0)
+        elif rank == 1:
+            recv(r_msg, 0, 0)
+            send(s_msg, 0, 0)
+        t_end = wtime()
+        if i >= warmup:
+            t_list.append((t_end - t_start) / 2)
+    return statistics.mean(t_list) if t_list else float("nan")
+
+
+def _job_main(spec_json: str) -> int:
+    """Entry of the mpiexec job of one round: C fixed sizes, Python vs mpi4py.bench."""
+    from mpi4py import MPI
+
+    from . import results
+
+    comm = MPI.COMM_WORLD
+    spec = json.loads(spec_json)
+    c = c_fixed_sizes(spec["c_sizes_reps"])
+    py = python_vs_mpi4py_bench(spec["py_sizes"], spec.get("quick", False))
+    info = results.provenance(comm, launcher="mpiexec", tool="pingpong_lab.bench")
+    if comm.Get_rank() == 0:
+        Path(spec["out"]).write_text(json.dumps({"c": c, "py": py, "provenance": info}))
+    return 0
+
+
+# -- process helpers ---------------------------------------------------------------------------
+def _run(cmd, timeout=JOB_TIMEOUT_S, env=None) -> subprocess.CompletedProcess:
+    """Run a command in its own process group; kill the whole group on timeout or Ctrl-C."""
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        _kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        tail = " | ".join(ln for ln in err.strip().splitlines()[-5:])
+        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... failed ({proc.returncode}): {tail}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=5)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _mpiexec_job(np_: int, spec: dict, timeout=JOB_TIMEOUT_S) -> dict:
+    with tempfile.TemporaryDirectory(prefix="pingpong-bench-") as tmp:
+        spec = {**spec, "out": str(Path(tmp) / "round.json")}
+        cmd = [mpi_env.mpiexec(), "-n", str(np_), sys.executable, "-m", "pingpong_lab.bench"]
+        _run([*cmd, "--job", json.dumps(spec)], timeout=timeout)
+        data = json.loads(Path(spec["out"]).read_text())
+    for key in ("c", "py"):  # JSON keys are strings
+        data[key] = {int(k): v for k, v in (data[key] or {}).items()}
+    return data
+
+
+def parse_pp_table(text: str) -> dict:
+    """{nbytes: {"avg_s", "median_s", "min_s", "iters"}} from pp_blocking's OSU-like table."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or line.startswith("#") or len(parts) != 5:
+            continue
+        try:
+            n, avg, med, mn, iters = int(parts[0]), *map(float, parts[1:4]), int(parts[4])
+        except ValueError:
+            continue
+        out[n] = {"avg_s": avg * 1e-6, "median_s": med * 1e-6, "min_s": mn * 1e-6, "iters": iters}
+    return out
+
+
+def parse_hw_floor(text: str) -> dict:
+    """{"latency_s": median one-way, "cpus", "pinned", "memcpy": {nbytes: B/s}} from hw_floor."""
+    out: dict = {"memcpy": {}}
+    for line in text.splitlines():
+        p = line.split()
+        if not p:
+            continue
+        if p[0] == "cpus":
+            kv = dict(zip(p[0::2], p[1::2]))
+            out.update({k: int(v) for k, v in kv.items()})
+        elif p[0] == "latency_oneway_s":
+            kv = dict(zip(p[1::2], p[2::2]))
+            out["latency_s"] = float(kv["median"])
+            out["latency_min_s"] = float(kv["min"])
+        elif p[0] == "memcpy" and len(p) >= 4:
+            out["memcpy"][int(p[1])] = float(p[3])
+    return out
+
+
+def _median(values) -> float:
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return float(np.median(v)) if v else math.nan
+
+
+# -- the benchmark -----------------------------------------------------------------------------
+class Bench:
+    def __init__(self, np_: int, out: Path, rounds: int, quick: bool):
+        self.np = np_
+        self.out = out
+        self.rounds = rounds
+        self.quick = quick
+        self.launch_reps = QUICK_LAUNCH_REPS if quick else LAUNCH_REPS
+        self.py_sizes = QUICK_PY_SIZES if quick else PY_SIZES
+        self.rows: list[dict] = []
+        self.raw: dict = {"rounds": []}
+        self.provenance: dict = {}
+
+    def row(
+        self,
+        group,
+        metric,
+        nbytes,
+        a_label,
+        a,
+        b_label,
+        b,
+        unit,
+        target="",
+        note="",
+        ratio_definition="b / a",
+        tolerance=None,
+    ):
+        ratio = b / a if a and math.isfinite(a) and b is not None and math.isfinite(b) else math.nan
+        within = ""
+        if tolerance is not None and math.isfinite(ratio):
+            within = "yes" if abs(ratio - 1.0) <= tolerance else "no"
+        self.rows.append(
+            {
+                "group": group,
+                "metric": metric,
+                "nbytes": nbytes if nbytes is not None else "",
+                "a_label": a_label,
+                "a_value": a,
+                "b_label": b_label,
+                "b_value": b,
+                "unit": unit,
+                "ratio": ratio,
+                "ratio_definition": ratio_definition,
+                "target": target,
+                "within_target": within,
+                "rounds": self.rounds,
+                "note": note,
+            }
+        )
+
+    def not_measured(self, group, metric, why):
+        self.rows.append(
+            {k: "" for k in COLUMNS}
+            | {"group": group, "metric": metric, "note": f"not measured: {why}", "ratio": math.nan}
+        )
+
+    def run(self):
+        from .cluster import MPICluster, OversubscribedWarning
+
+        t_start = time.perf_counter()
+        c_sizes_reps = [[n, self.launch_reps[n]] for n in LAUNCH_SIZES]
+        spec = {"c_sizes_reps": c_sizes_reps, "py_sizes": list(self.py_sizes), "quick": self.quick}
+        have_floor = HW_FLOOR.exists()
+        have_pp = PP_BLOCKING.exists()
+        _log(f"starting {self.np} MPI engines (ipyparallel)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OversubscribedWarning)
+            t0 = time.perf_counter()
+            cluster = MPICluster(n=self.np, timeout=JOB_TIMEOUT_S)
+            try:
+                cluster.start()
+                start_s = time.perf_counter() - t0
+                self.raw["cluster_start_s"] = start_s
+                _log(f"engines up in {start_s:.1f} s; {self.rounds} interleaved rounds")
+                for r in range(self.rounds):
+                    self.raw["rounds"].append(self._round(r, cluster, spec, have_pp, have_floor))
+            finally:
+                t0 = time.perf_counter()
+                cluster.stop()
+                self.raw["cluster_stop_s"] = time.perf_counter() - t0
+        self._full_sweep()
+        self._analyse(have_pp, have_floor)
+        self.raw["total_s"] = time.perf_counter() - t_start
+
+    def _round(self, r, cluster, spec, have_pp, have_floor) -> dict:
+        rec: dict = {}
+        # A: plain mpiexec (C fixed sizes + Python vs mpi4py.bench in the same job)
+        t0 = time.perf_counter()
+        job = _mpiexec_job(self.np, spec)
+        rec["mpiexec_c"], rec["py"] = job["c"], job["py"]
+        if not self.provenance:
+            self.provenance = job["provenance"]
+        # B: the same C kernel on the engines
+        # by reference to the importable module (not __main__, which would be pickled by value)
+        func = importlib.import_module("pingpong_lab.bench").c_fixed_sizes
+        eng = cluster.run(func, spec["c_sizes_reps"], timeout=JOB_TIMEOUT_S)[0]
+        rec["engines_c"] = {int(k): v for k, v in eng.items()}
+        # C: the OSU way (OSU iteration counts, mean) with the same C kernel
+        if have_pp:
+            cmd = [mpi_env.mpiexec(), "-n", str(self.np), str(PP_BLOCKING)]
+            cmd += ["-m", f"{OSU_SIZE}:{OSU_SIZE}"]
+            if self.quick:
+                cmd += ["-i", "50", "-x", "5"]
+            rec["osu_method"] = parse_pp_table(_run(cmd).stdout)
+        # D: hardware floor (no MPI)
+        if have_floor:
+            iters = "2000" if self.quick else "20000"
+            lat = parse_hw_floor(_run([str(HW_FLOOR), "-l", "-i", iters, "-r", "5"]).stdout)
+            sizes = f"{LAUNCH_SIZES[0]}:{LAUNCH_SIZES[-1]}"
+            bw = parse_hw_floor(
+                _run(
+                    [str(HW_FLOOR), "-b", "-m", sizes, "-t", "0.002" if self.quick else "0.02"]
+                ).stdout
+            )
+            rec["floor"] = {**lat, "memcpy": bw["memcpy"]}
+        c8 = rec["mpiexec_c"][LAUNCH_SIZES[0]]["t_median_s"]
+        e8 = rec["engines_c"][LAUNCH_SIZES[0]]["t_median_s"]
+        _log(
+            f"round {r + 1}/{self.rounds}: 8 B mpiexec {c8 * 1e6:.2f} us, engines {e8 * 1e6:.2f}"
+            f" us ({time.perf_counter() - t0:.1f} s)"
+        )
+        return rec
+
+    def _full_sweep(self):
+        lo, hi = QUICK_SWEEP if self.quick else FULL_SWEEP
+        out = self.out / "full_sweep_c_blocking.csv"
+        cmd = [sys.executable, "-m", "pingpong_lab.cli", "sweep", "--np", str(self.np)]
+        cmd += ["--kernel", "c", "--mode", "blocking", "--min-bytes", str(lo)]
+        cmd += ["--max-bytes", str(hi), "--out", str(out)]
+        if self.quick:
+            cmd += ["--target-time", "0.01"]
+        _log(f"timing a full sweep {lo} B .. {hi} B at the default precision")
+        t0 = time.perf_counter()
+        _run(cmd, timeout=JOB_TIMEOUT_S * 2)
+        self.raw["full_sweep_s"] = time.perf_counter() - t0
+        self.raw["full_sweep_range"] = [lo, hi]
+
+    def _series(self, key, nbytes, field):
+        return [rec[key][nbytes][field] for rec in self.raw["rounds"] if nbytes in rec.get(key, {})]
+
+    def _analyse(self, have_pp, have_floor):
+        rounds = self.raw["rounds"]
+        us = "s"
+        # launcher
+        for n in LAUNCH_SIZES:
+            a = _median(self._series("mpiexec_c", n, "t_median_s"))
+            b = _median(self._series("engines_c", n, "t_median_s"))
+            self.row(
+                "launcher",
+                "C blocking one-way median",
+                n,
+                "mpiexec",
+                a,
+                "ipyparallel engines",
+                b,
+                us,
+                "within 5 %",
+                tolerance=0.05,
+                note=f"{self.launch_reps[n]} reps per round",
+            )
+        # OSU methodology at 1 MiB
+        ours = _median(self._series("mpiexec_c", OSU_SIZE, "t_median_s"))
+        if have_pp:
+            osu_avg = _median(r["osu_method"][OSU_SIZE]["avg_s"] for r in rounds)
+            osu_med = _median(r["osu_method"][OSU_SIZE]["median_s"] for r in rounds)
+            iters = rounds[0]["osu_method"][OSU_SIZE]["iters"]
+            self.row(
+                "osu-method",
+                "C one-way: our sweep median vs OSU-style mean",
+                OSU_SIZE,
+                "pp_blocking OSU counts, mean",
+                osu_avg,
+                "pingpong_lab sweep median",
+                ours,
+                us,
+                "within 10 %",
+                tolerance=0.10,
+                note=f"OSU counts: {iters} iterations; real OSU not packaged here",
+            )
+            self.row(
+                "osu-method",
+                "C one-way: our sweep median vs OSU-style median",
+                OSU_SIZE,
+                "pp_blocking OSU counts, median",
+                osu_med,
+                "pingpong_lab sweep median",
+                ours,
+                us,
+                "within 10 %",
+                tolerance=0.10,
+            )
+        else:
+            self.not_measured("osu-method", "C vs OSU counts", f"{PP_BLOCKING} not built")
+        near = min(self.py_sizes, key=lambda s: abs(s - OSU_SIZE))
+        m4b = _median(r["py"][near]["bench_mean_s"] for r in rounds)
+        c_mean = _median(self._series("mpiexec_c", OSU_SIZE, "t_mean_s"))
+        self.row(
+            "osu-method",
+            "C sweep mean vs mpi4py.bench mean",
+            OSU_SIZE,
+            "mpi4py.bench pingpong",
+            m4b if near == OSU_SIZE else math.nan,
+            "pingpong_lab C sweep",
+            c_mean,
+            us,
+            note="for reference, no target",
+        )
+        # Python kernel vs mpi4py.bench
+        for n in self.py_sizes:
+            a = _median(r["py"][n]["bench_mean_s"] for r in rounds)
+            b = _median(r["py"][n]["ours_mean_s"] for r in rounds)
+            it = rounds[0]["py"][n]["iters"]
+            self.row(
+                "mpi4py.bench",
+                "Python blocking one-way mean",
+                n,
+                "mpi4py.bench pingpong",
+                a,
+                "pingpong_lab Python kernel",
+                b,
+                us,
+                "within 10 %",
+                tolerance=0.10,
+                note=f"{it} iterations each, same job, interleaved",
+            )
+        # Python overhead (for the record)
+        n8 = min(self.py_sizes, key=lambda s: abs(s - 8))
+        py8 = _median(r["py"][n8]["ours_median_s"] for r in rounds)
+        c8 = _median(self._series("mpiexec_c", 8, "t_median_s"))
+        self.row(
+            "overhead",
+            "Python/C small-message latency",
+            None,
+            f"C 8 B",
+            c8,
+            f"Python {n8} B",
+            py8,
+            us,
+            note="medians, mpiexec",
+        )
+        # hardware floor
+        if have_floor:
+            floor = _median(r["floor"]["latency_s"] for r in rounds)
+            pinned = rounds[0]["floor"].get("pinned", 0)
+            self.row(
+                "hw-floor",
+                "latency: MPI / cache-line ping-pong",
+                8,
+                "hw_floor one-way (no MPI)",
+                floor,
+                "MPI C one-way median",
+                c8,
+                us,
+                note="pinned to 2 cores" if pinned else "one core: not pinned",
+            )
+            for n in LAUNCH_SIZES[1:]:
+                bw_mem = _median(r["floor"]["memcpy"].get(n) for r in rounds)
+                t = _median(self._series("mpiexec_c", n, "t_median_s"))
+                self.row(
+                    "hw-floor",
+                    "bandwidth: MPI / memcpy",
+                    n,
+                    "memcpy single core",
+                    bw_mem,
+                    "MPI C one-way",
+                    n / t if t else math.nan,
+                    "B/s",
+                    note="best-of-10 memcpy",
+                )
+        else:
+            self.not_measured(
+                "hw-floor", "MPI / hardware floor", f"{HW_FLOOR} not built (make kernels)"
+            )
+        # course costs
+        self.row(
+            "course-cost",
+            "engine start (ipyparallel, mpi)",
+            None,
+            "",
+            math.nan,
+            f"{self.np} engines",
+            self.raw["cluster_start_s"],
+            "s",
+            ratio_definition="",
+            note="one start",
+        )
+        lo, hi = self.raw["full_sweep_range"]
+        self.row(
+            "course-cost",
+            f"sweep {lo} B..{hi} B, C, default precision",
+            None,
+            "",
+            math.nan,
+            f"{self.np} ranks",
+            self.raw["full_sweep_s"],
+            "s",
+            ratio_definition="",
+            note="quick: 0.01 s per size" if self.quick else "0.25 s per size, with mpiexec",
+        )
+        if importlib.util.find_spec("pingpong_lab.course_build") is None:
+            why = "pingpong_lab.course_build does not exist yet"
+        else:
+            why = "course_build present but not wired into the bench yet"
+        self.not_measured("course-cost", "autograde time of one submission", why)
+        self.not_measured("course-cost", "notebook execution time", why)
+
+    # -- output ----------------------------------------------------------------------------------
+    def write(self) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+        w.writeheader()
+        for r in self.rows:
+            w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
+        (self.out / "bench.csv").write_text(buf.getvalue())
+        md = markdown_table(self.rows, self.machine())
+        (self.out / "bench.md").write_text(md)
+        info = {
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": self.machine(),
+            "ranks": self.np,
+            "rounds": self.rounds,
+            "quick": self.quick,
+            "mpi": self.provenance,
+            "raw": _jsonable(self.raw),
+        }
+        (self.out / "bench.json").write_text(json.dumps(info, indent=1, default=str))
+        return info
+
+    def machine(self) -> str:
+        cpu = platform.processor() or platform.machine()
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+        except OSError:
+            pass
+        mpi = self.provenance.get("mpi_vendor", "?")
+        return (
+            f"{cpu}, {mpi_env.cpu_count()} cores usable, {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}, MPI {mpi}"
+        )
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def _fmt(v, unit) -> str:
+    if v == "" or v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if unit == "s":
+        if v < 1e-3:
+            return f"{v * 1e6:.3g} us"
+        if v < 1:
+            return f"{v * 1e3:.3g} ms"
+        return f"{v:.3g} s"
+    if unit == "B/s":
+        return f"{v / 1e9:.3g} GB/s"
+    return f"{v:.3g}"
+
+
+def _size(n) -> str:
+    if n == "" or n is None:
+        return ""
+    from .plots import format_bytes
+
+    return format_bytes(int(n))
+
+
+def markdown_table(rows, machine: str = "") -> str:
+    lines = ["# pingpong_lab bench: ratios measured in one run", ""]
+    if machine:
+        lines += [f"Machine: {machine}", ""]
+    lines += [
+        "| group | metric | size | A | B | B / A | target | ok | note |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        a = f"{r['a_label']}: {_fmt(r['a_value'], r['unit'])}" if r["a_label"] else ""
+        b = f"{r['b_label']}: {_fmt(r['b_value'], r['unit'])}" if r["b_label"] else ""
+        ratio = r["ratio"]
+        ratio_s = f"{ratio:.3f}" if isinstance(ratio, float) and math.isfinite(ratio) else "-"
+        lines.append(
+            f"| {r['group']} | {r['metric']} | {_size(r['nbytes'])} | {a} | {b} | {ratio_s} "
+            f"| {r['target']} | {r['within_target']} | {r['note']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def print_table(rows) -> None:
+    print()
+    print(f"{'group':<13} {'metric':<46} {'size':>8} {'A':>11} {'B':>11} {'B/A':>8}  ok")
+    for r in rows:
+        ratio = r["ratio"]
+        ratio_s = (
+            f"{ratio:8.3f}" if isinstance(ratio, float) and math.isfinite(ratio) else "       -"
+        )
+        a = _fmt(r["a_value"], r["unit"])
+        b = _fmt(r["b_value"], r["unit"])
+        print(
+            f"{r['group']:<13} {r['metric'][:46]:<46} {_size(r['nbytes']):>8} {a:>11} {b:>11} "
+            f"{ratio_s}  {r['within_target'] or ''}"
+            + (f"  ({r['note']})" if r["note"].startswith("not measured") else "")
+        )
+    print()
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m pingpong_lab.bench", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--np", type=int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--out", default="bench-results", help="output folder")
+    p.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 2)")
+    p.add_argument("--quick", action="store_true", help="tiny sizes and counts (for tests)")
+    p.add_argument("--job", help=argparse.SUPPRESS)  # internal: the mpiexec job of a round
+    return p
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
+    if a.job:
+        return _job_main(a.job)
+    if a.np < 2:
+        print("bench: error: --np must be at least 2", file=sys.stderr)
+        return 2
+    rounds = a.rounds or (2 if a.quick else 5)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (DEFAULT_LIBRARY.exists() and PP_BLOCKING.exists() and HW_FLOOR.exists()):
+        _log("building kernels_c (make)")
+        subprocess.run(
+            ["make", "--no-print-directory", "-C", str(KERNELS_DIR), f"MPICC={mpi_env.mpicc()}"],
+            check=False,
+            capture_output=True,
+        )
+    bench = Bench(a.np, out, rounds, a.quick)
+    try:
+        bench.run()
+    except KeyboardInterrupt:
+        print("bench: interrupted; engines and MPI jobs were stopped", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line, not a traceback
+        print(f"bench: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    bench.write()
+    print_table(bench.rows)
+    _log(f"wrote {out}/bench.csv, bench.md, bench.json (total {bench.raw['total_s']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
