@@ -5,12 +5,5 @@
 int pp_pingpong_blocking(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags,
                          double *samples)
 {
-    int rank, size;
-    PP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    PP_MPI_CHECK(MPI_Comm_size(comm, &size));
-    if (size < 2) {
-        return PP_ERR_NO_PEER;
-    }
-    int peer = rank == 0 ? 1 : rank == 1 ? 0 : MPI_PROC_NULL;
-    return pp_run_pairs(comm, peer, rank == 0, 0, nbytes, warmup, iters, flags, samples);
+    return pp_pingpong_ranks_0_1(comm, 0, nbytes, warmup, iters, flags, samples);
 }

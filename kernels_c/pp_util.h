@@ -71,6 +71,10 @@ int pp_exchange_nonblocking(const void *send_buf, void *recv_buf, size_t nbytes,
 int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nbytes, int warmup,
                  int iters, int flags, double *samples);
 
+/* Ping-pong between ranks 0 (starts) and 1 (echoes); other ranks idle. */
+int pp_pingpong_ranks_0_1(MPI_Comm comm, int nonblocking, size_t nbytes, int warmup, int iters,
+                          int flags, double *samples);
+
 /* What this library was compiled against, for the loader's ABI preflight. The same text is
  * embedded in the binary as "PP_BUILD_INFO:...;" so it can be read without loading it. */
 const char *pp_build_info(void);
