@@ -232,3 +232,25 @@ def test_an_odd_rank_count_is_refused_by_pairwise_on_every_rank_never_a_hang(c_l
     lines = proc.stdout.splitlines()
     assert len(lines) == 6 and all(ln.startswith("refused") for ln in lines)
     assert all("even number" in ln for ln in lines)
+
+
+FORGETFUL_SCRIPT = """
+import json, warnings
+from pingpong_lab.cluster import MPICluster
+cluster = MPICluster(n=2, timeout=30).start()
+print(json.dumps(sorted(cluster.pids)), flush=True)
+# exits without cluster.stop(): the at-exit handler must clean up
+"""
+
+
+def test_a_script_that_forgets_to_stop_its_cluster_leaves_nothing_behind_at_exit():
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, "-c", FORGETFUL_SCRIPT], capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr
+    pids = json.loads(proc.stdout.strip().splitlines()[-1])
+    remember_pids(pids)
+    assert len(pids) >= 4  # controller, mpiexec, proxy, 2 engines
+    assert wait_gone(pids, timeout=20)
