@@ -935,6 +935,152 @@ def within_ratio(measured, reference, low=0.2, high=5.0, what="the measurement")
 # helper-3: functions for notebooks 03-05 go below this line (append only).
 # ================================================================================================
 
+# --- helpers for notebooks 03-05 ---
+# Notebook 04's C regression challenge: the learner writes
+#     int linfit(int n, const double *x, const double *y, const double *w,
+#                double *alpha, double *beta)
+# in linfit.c; it is compiled with the main() below into a plain executable (no MPI) and run as
+# a subprocess with a deadline, so a crash or an endless loop fails the cell, not the kernel.
+
+LINFIT_MAIN_C = r"""
+/* Course driver for linfit(): reads "n weighted" then n lines "x y w" on stdin and prints
+ * "status alpha beta". Written by pingpong_lab.grading; not part of the exercise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int linfit(int n, const double *x, const double *y, const double *w, double *alpha,
+           double *beta);
+
+int main(void)
+{
+    int n = 0, weighted = 0;
+    if (scanf("%d %d", &n, &weighted) != 2 || n < 0)
+        return 2;
+    double *x = malloc((size_t)(n + 1) * sizeof *x);
+    double *y = malloc((size_t)(n + 1) * sizeof *y);
+    double *w = malloc((size_t)(n + 1) * sizeof *w);
+    if (!x || !y || !w)
+        return 3;
+    for (int i = 0; i < n; i++)
+        if (scanf("%lf %lf %lf", &x[i], &y[i], &w[i]) != 3)
+            return 2;
+    double alpha = NAN, beta = NAN;
+    int status = linfit(n, x, y, weighted ? w : NULL, &alpha, &beta);
+    printf("%d %.17g %.17g\n", status, alpha, beta);
+    free(x);
+    free(y);
+    free(w);
+    return 0;
+}
+"""
+
+
+def _c_compiler() -> str:
+    """A plain C compiler: $CC, else cc, else the environment's mpicc (also a C compiler)."""
+    import shutil
+
+    found = shutil.which(os.environ.get("CC", "cc"))
+    if found:
+        return found
+    from pingpong_lab import mpi_env
+
+    return mpi_env.mpicc()
+
+
+def build_linfit(path="linfit.c", timeout=MPIEXEC_TIMEOUT_S) -> str:
+    """Compile the learner's linfit.c with the course's main(); the executable's path.
+
+    The executable is named after a hash of the source, so an edited cell is always rebuilt.
+    Compiler errors become an AssertionError that quotes them (nothing goes to stderr).
+    """
+    import hashlib
+
+    from pingpong_lab.ckernels import build_dir
+
+    source_path = Path(path)
+    if not source_path.is_file():
+        raise AssertionError(f"{path} does not exist: run the %%writefile {path} cell first")
+    source = source_path.read_text()
+    digest = hashlib.sha1((source + LINFIT_MAIN_C).encode()).hexdigest()[:12]
+    out_dir = build_dir()
+    exe = out_dir / f"linfit_{digest}"
+    if exe.exists():
+        return str(exe)
+    src = out_dir / f"linfit_{digest}.c"
+    main = out_dir / f"linfit_main_{digest}.c"
+    src.write_text(source)
+    main.write_text(LINFIT_MAIN_C)
+    tmp = out_dir / f"linfit_{digest}.{os.getpid()}.tmp"
+    cmd = [_c_compiler(), "-O2", "-Wall", "-Wextra", str(src), str(main), "-o", str(tmp), "-lm"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"compiling {path} took more than {timeout:g} s") from None
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        messages = proc.stderr.replace(str(src), source_path.name).strip()
+        raise AssertionError(f"{source_path.name} does not compile:\n{messages}")
+    os.replace(tmp, exe)
+    return str(exe)
+
+
+def c_linfit(exe, x, y, w=None, timeout=10.0):
+    """Run a linfit executable on (x, y[, w]); returns (status, alpha, beta).
+
+    ``w`` weights the *squared* residuals (None: unweighted). A crash, a deadline overrun or
+    unreadable output raise AssertionError with a readable message.
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    weighted = w is not None
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=float).ravel()
+    if not (x.size == y.size == w.size):
+        raise ValueError(f"x, y and w differ in length ({x.size}, {y.size}, {w.size})")
+    lines = [f"{x.size} {int(weighted)}"]
+    lines += [f"{a!r} {b!r} {c!r}" for a, b, c in zip(x.tolist(), y.tolist(), w.tolist())]
+    try:
+        proc = subprocess.run(
+            [str(exe)], input="\n".join(lines) + "\n", capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise AssertionError(
+            f"linfit did not finish within {timeout:g} s (an endless loop?)"
+        ) from None
+    if proc.returncode < 0:
+        sig = -proc.returncode
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+        raise AssertionError(
+            f"linfit crashed ({name}): an array index out of range or an uninitialised pointer?"
+        )
+    if proc.returncode != 0:
+        raise AssertionError(f"the linfit driver failed (exit {proc.returncode})")
+    parts = proc.stdout.split()
+    try:
+        status, alpha, beta = int(parts[-3]), float(parts[-2]), float(parts[-1])
+    except (IndexError, ValueError):
+        raise AssertionError(f"unexpected output from linfit: {proc.stdout[-200:]!r}") from None
+    if status == NOT_IMPLEMENTED:
+        raise AssertionError("linfit is not implemented yet (it returned NOT_IMPLEMENTED)")
+    return status, alpha, beta
+
+
+def assert_fit_matches(alpha, beta, x, y, w_numpy=None, rtol=1e-6, what="fit"):
+    """alpha and beta agree with numpy.polyfit(x, y, 1, w=w_numpy) (w multiplies residuals).
+
+    beta within ``rtol``; alpha within ``rtol`` of itself or 1e-9 of the largest time, whichever
+    is larger (an intercept computed from sums of huge sizes loses a few digits legitimately).
+    """
+    ref_beta, ref_alpha = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1, w=w_numpy)
+    tol_alpha = max(rtol * abs(ref_alpha), 1e-9 * float(np.max(np.abs(y))))
+    if not (np.isfinite(alpha) and abs(alpha - ref_alpha) <= tol_alpha):
+        raise AssertionError(f"{what}: alpha should be {ref_alpha:.6g} s, got {alpha:.6g} s")
+    if not (np.isfinite(beta) and np.isclose(beta, ref_beta, rtol=rtol, atol=0)):
+        raise AssertionError(f"{what}: beta should be {ref_beta:.6g} s/B, got {beta:.6g} s/B")
+    return True
+
+
 
 if __name__ == "__main__":
     sys.exit(_job_main(sys.argv[1:]))
