@@ -109,3 +109,20 @@ def test_a_missing_c_library_is_a_one_line_error(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip().startswith("pingpong-lab sweep: error:")
     assert "make kernels" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@requires_mpi
+def test_a_sweep_feeds_the_fit_command_end_to_end(c_library, tmp_path):
+    out = tmp_path / "r.csv"
+    args = ["--max-bytes", "1048576", "--min-bytes", "1024", "--reps", "30", "--out", str(out)]
+    assert _run(args).returncode == 0
+    fit = subprocess.run(
+        [sys.executable, "-m", "pingpong_lab.cli", "fit", str(out), "--json", "--piecewise"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fit.returncode == 0, fit.stderr
+    result = json.loads(fit.stdout)
+    assert result["beta_s_per_byte"] > 0 and result["bandwidth_Bps"] > 1e6
+    assert "breakpoint_bytes" in result and result["method"] == "weighted"
