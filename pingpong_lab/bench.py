@@ -511,7 +511,7 @@ class Bench:
             "overhead",
             "Python/C small-message latency",
             None,
-            f"C 8 B",
+            "C 8 B",
             c8,
             f"Python {n8} B",
             py8,
@@ -580,7 +580,10 @@ class Bench:
         if importlib.util.find_spec("pingpong_lab.course_build") is None:
             why = "pingpong_lab.course_build does not exist yet"
         else:
-            why = "course_build present but not wired into the bench yet"
+            why = (
+                "pingpong_lab.course_build exists, but timing an autograde needs a sample "
+                "submission; not wired into the bench yet"
+            )
         self.not_measured("course-cost", "autograde time of one submission", why)
         self.not_measured("course-cost", "notebook execution time", why)
 

@@ -61,21 +61,62 @@ class Plan:
         t = ["--target-time", str(self.target_s)]
         runs = [
             ("c_blocking", ["--kernel", "c", "--mode", "blocking", *rng(self.main_range), *t]),
-            ("c_nonblocking", ["--kernel", "c", "--mode", "nonblocking", *rng(self.main_range), *t]),
-            ("python_blocking",
-             ["--kernel", "python", "--mode", "blocking", *rng(self.python_range), *t]),
-            ("python_nonblocking",
-             ["--kernel", "python", "--mode", "nonblocking", *rng(self.python_range), *t]),
-            ("variability", ["--kernel", "c", "--mode", "blocking",
-                             *rng(self.variability_range), "--reps", str(self.variability_reps)]),
-            ("c_blocking_tcp", ["--kernel", "c", "--mode", "blocking", "--transport", "tcp",
-                                *rng(self.tcp_range), *t]),
+            (
+                "c_nonblocking",
+                ["--kernel", "c", "--mode", "nonblocking", *rng(self.main_range), *t],
+            ),
+            (
+                "python_blocking",
+                ["--kernel", "python", "--mode", "blocking", *rng(self.python_range), *t],
+            ),
+            (
+                "python_nonblocking",
+                ["--kernel", "python", "--mode", "nonblocking", *rng(self.python_range), *t],
+            ),
+            (
+                "variability",
+                [
+                    "--kernel",
+                    "c",
+                    "--mode",
+                    "blocking",
+                    *rng(self.variability_range),
+                    "--reps",
+                    str(self.variability_reps),
+                ],
+            ),
+            (
+                "c_blocking_tcp",
+                [
+                    "--kernel",
+                    "c",
+                    "--mode",
+                    "blocking",
+                    "--transport",
+                    "tcp",
+                    *rng(self.tcp_range),
+                    *t,
+                ],
+            ),
         ]
         runs = [(role, ["--np", str(np_), *args]) for role, args in runs]
         ct = ["--target-time", str(self.contention_target_s)]
         for n in self.contention_ranks:
-            runs.append((f"contention_{n}", ["--np", str(n), "--kernel", "c", "--mode", "pairwise",
-                                             *rng(self.contention_range), *ct]))
+            runs.append(
+                (
+                    f"contention_{n}",
+                    [
+                        "--np",
+                        str(n),
+                        "--kernel",
+                        "c",
+                        "--mode",
+                        "pairwise",
+                        *rng(self.contention_range),
+                        *ct,
+                    ],
+                )
+            )
         return runs
 
 
@@ -171,8 +212,14 @@ def load_sweep(path: Path) -> Sweep:
     return Sweep(Path(path), rows, info, samples)
 
 
-ROLES = ("c_blocking", "c_nonblocking", "python_blocking", "python_nonblocking",
-         "c_blocking_tcp", "variability")
+ROLES = (
+    "c_blocking",
+    "c_nonblocking",
+    "python_blocking",
+    "python_nonblocking",
+    "c_blocking_tcp",
+    "variability",
+)
 
 
 def discover(folder: Path) -> dict[str, Sweep]:
@@ -325,10 +372,19 @@ def analyse(sweeps: dict[str, Sweep]) -> dict:
         for n in sorted(var.samples):
             t = stats.max_across_ranks(var.samples[n])
             sm = stats.summarize(t, n_boot=0)
-            vrows.append({"nbytes": n, "n": sm.n, "median_s": sm.median, "mean_s": sm.mean,
-                          "p99_s": sm.p99, "max_s": sm.max, "std_s": sm.std,
-                          "mean_over_median": sm.mean / sm.median if sm.median > 0 else math.nan,
-                          "outliers_iqr": sm.n_high_iqr})
+            vrows.append(
+                {
+                    "nbytes": n,
+                    "n": sm.n,
+                    "median_s": sm.median,
+                    "mean_s": sm.mean,
+                    "p99_s": sm.p99,
+                    "max_s": sm.max,
+                    "std_s": sm.std,
+                    "mean_over_median": sm.mean / sm.median if sm.median > 0 else math.nan,
+                    "outliers_iqr": sm.n_high_iqr,
+                }
+            )
         num["variability"] = vrows
         num["variability_source"] = var.path.name
     return s
@@ -357,30 +413,45 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
     if cb is not None:
         fit = fits["c_blocking"].get("single")
         tab = cb.table()
-        ax = plots.latency_plot(tab["nbytes"], tab["t_median_s"], tab["ci_lo_s"], tab["ci_hi_s"],
-                                fit=fit, label="C blocking (median, 95 % CI)")
+        ax = plots.latency_plot(
+            tab["nbytes"],
+            tab["t_median_s"],
+            tab["ci_lo_s"],
+            tab["ci_hi_s"],
+            fit=fit,
+            label="C blocking (median, 95 % CI)",
+        )
         ax.set_title("Ping-pong latency (one way)")
         save(ax, "latency_c_blocking.png", "C blocking one-way time with the weighted fit")
-        ax = plots.bandwidth_plot(tab["nbytes"], tab["t_median_s"], fit=fit,
-                                  label="C blocking")
+        ax = plots.bandwidth_plot(tab["nbytes"], tab["t_median_s"], fit=fit, label="C blocking")
         ax.set_title("Ping-pong bandwidth")
         save(ax, "bandwidth_c_blocking.png", "Bandwidth and the fitted asymptote 1/beta")
         pw = fits["c_blocking"].get("piecewise")
         if pw is not None:
-            ax = plots.latency_plot(tab["nbytes"], tab["t_median_s"], fit=pw,
-                                    label="C blocking (median)")
+            ax = plots.latency_plot(
+                tab["nbytes"], tab["t_median_s"], fit=pw, label="C blocking (median)"
+            )
             ax.set_title("Piecewise fit")
-            save(ax, "piecewise_c_blocking.png",
-                 f"Two-segment fit, breakpoint {plots.format_bytes(pw.breakpoint_bytes)}")
+            save(
+                ax,
+                "piecewise_c_blocking.png",
+                f"Two-segment fit, breakpoint {plots.format_bytes(pw.breakpoint_bytes)}",
+            )
             ax = plots.residual_plot(fit, tab["nbytes"], tab["t_median_s"])
             plots.residual_plot(pw, tab["nbytes"], tab["t_median_s"], ax=ax)
             ax.legend(["single line", "piecewise"])
             ax.set_title("Relative residuals")
             save(ax, "residuals_c_blocking.png", "Residuals of the single-line and piecewise fits")
-    series = {label: sweeps[role].table() for role, label in (
-        ("c_blocking", "C blocking"), ("c_nonblocking", "C non-blocking"),
-        ("python_blocking", "Python blocking"), ("python_nonblocking", "Python non-blocking"))
-        if role in sweeps}
+    series = {
+        label: sweeps[role].table()
+        for role, label in (
+            ("c_blocking", "C blocking"),
+            ("c_nonblocking", "C non-blocking"),
+            ("python_blocking", "Python blocking"),
+            ("python_nonblocking", "Python non-blocking"),
+        )
+        if role in sweeps
+    }
     if len(series) > 1:
         ax = plots.compare_plot(series)
         ax.set_title("C vs Python, blocking vs non-blocking")
@@ -404,14 +475,21 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
         for label in ("small", "large"):
             if f"{label}_t_s" not in cont[0]:
                 continue
-            ax, ax_bw = plots.contention_plot([r["pairs"] for r in cont],
-                                              [r[f"{label}_t_s"] for r in cont],
-                                              cont[0][f"{label}_bytes"])
+            ax, ax_bw = plots.contention_plot(
+                [r["pairs"] for r in cont],
+                [r[f"{label}_t_s"] for r in cont],
+                cont[0][f"{label}_bytes"],
+            )
             name = f"contention_{label}.png"
             plots.save(ax, fig_dir / name)
             plt.close(ax.figure)
-            made.append((name, f"Contention at {plots.format_bytes(cont[0][f'{label}_bytes'])}: "
-                               "time and aggregate bandwidth vs pairs"))
+            made.append(
+                (
+                    name,
+                    f"Contention at {plots.format_bytes(cont[0][f'{label}_bytes'])}: "
+                    "time and aggregate bandwidth vs pairs",
+                )
+            )
     return made
 
 
@@ -452,92 +530,196 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
     n = analysis["numbers"]
     out = []
     prov = next(iter(sweeps.values())).info if sweeps else {}
-    out.append({
-        "title": "Where and how",
-        "text": [
-            f"Date: {prov.get('date', '?')}; MPI: {prov.get('mpi_vendor', '?')}; mpi4py "
-            f"{prov.get('mpi4py_version', '?')}; Python {prov.get('python', '?')}; hosts: "
-            f"{', '.join(prov.get('hosts', [])) or '?'}; platform {prov.get('platform', '?')}.",
-            f"Mode: {meta['mode']}. {meta.get('timing', '')}",
-            "Times are one-way (half a round trip), the per-iteration maximum over ranks, "
-            "summarised by the median; every CSV has a .csv.json provenance sidecar and a "
-            ".samples.npz file with every sample.",
-        ],
-        "table": [["data file", "kernel", "mode", "transport", "ranks", "sizes"]] + [
-            [sw.path.name, str(sw.info.get("kernel", "?")), str(sw.info.get("mode", "?")),
-             str(sw.info.get("transport", "?")), str(sw.info.get("ranks", "?")),
-             f"{_b(sw.nbytes.min())} .. {_b(sw.nbytes.max())} ({len(sw.rows)})"]
-            for _, sw in sorted(sweeps.items())],
-    })
+    out.append(
+        {
+            "title": "Where and how",
+            "text": [
+                f"Date: {prov.get('date', '?')}; MPI: {prov.get('mpi_vendor', '?')}; mpi4py "
+                f"{prov.get('mpi4py_version', '?')}; Python {prov.get('python', '?')}; hosts: "
+                f"{', '.join(prov.get('hosts', [])) or '?'}; platform {prov.get('platform', '?')}.",
+                f"Mode: {meta['mode']}. {meta.get('timing', '')}",
+                "Times are one-way (half a round trip), the per-iteration maximum over ranks, "
+                "summarised by the median; every CSV has a .csv.json provenance sidecar and a "
+                ".samples.npz file with every sample.",
+            ],
+            "table": [["data file", "kernel", "mode", "transport", "ranks", "sizes"]]
+            + [
+                [
+                    sw.path.name,
+                    str(sw.info.get("kernel", "?")),
+                    str(sw.info.get("mode", "?")),
+                    str(sw.info.get("transport", "?")),
+                    str(sw.info.get("ranks", "?")),
+                    f"{_b(sw.nbytes.min())} .. {_b(sw.nbytes.max())} ({len(sw.rows)})",
+                ]
+                for _, sw in sorted(sweeps.items())
+            ],
+        }
+    )
     head = [["quantity", "value"]]
     rows = [
         ["alpha (latency, weighted fit, C blocking)", _t(n.get("alpha_s"))],
-        ["beta (inverse bandwidth)", f"{n['beta_s_per_byte']:.4g} s/B"
-         if isinstance(n.get("beta_s_per_byte"), float) else "n/a"],
+        [
+            "beta (inverse bandwidth)",
+            f"{n['beta_s_per_byte']:.4g} s/B"
+            if isinstance(n.get("beta_s_per_byte"), float)
+            else "n/a",
+        ],
         ["bandwidth 1/beta", _bw(n.get("bandwidth_Bps"))],
         ["peak measured bandwidth", _bw(n.get("peak_bandwidth_Bps"))],
         ["n_1/2 = alpha/beta", _b(n.get("n_half_bytes"))],
         ["R^2 (weighted)", f"{n['r2']:.4f}" if isinstance(n.get("r2"), float) else "n/a"],
         [f"measured latency at {_b(n.get('smallest_bytes'))}", _t(n.get("latency_smallest_s"))],
-        ["piecewise breakpoint", _b(n.get("breakpoint_bytes"))
-         + ("" if "two_segments_better" not in n else
-            (" (two segments better by BIC)" if n["two_segments_better"]
-             else " (not better than one line by BIC)"))],
-        ["  lower segment alpha, bandwidth",
-         f"{_t(n.get('lower_alpha_s'))}, {_bw(n.get('lower_bandwidth_Bps'))}"],
-        ["  upper segment alpha, bandwidth",
-         f"{_t(n.get('upper_alpha_s'))}, {_bw(n.get('upper_bandwidth_Bps'))}"],
-        [f"Python overhead: Python/C latency (sizes <= {SMALL_MAX} B)",
-         _x(n.get("python_over_c_latency"))],
-        [f"Python/C at {_b(n.get('python_over_c_largest_bytes'))}",
-         _x(n.get("python_over_c_at_largest"))],
+        [
+            "piecewise breakpoint",
+            _b(n.get("breakpoint_bytes"))
+            + (
+                ""
+                if "two_segments_better" not in n
+                else (
+                    " (two segments better by BIC)"
+                    if n["two_segments_better"]
+                    else " (not better than one line by BIC)"
+                )
+            ),
+        ],
+        [
+            "  lower segment alpha, bandwidth",
+            f"{_t(n.get('lower_alpha_s'))}, {_bw(n.get('lower_bandwidth_Bps'))}",
+        ],
+        [
+            "  upper segment alpha, bandwidth",
+            f"{_t(n.get('upper_alpha_s'))}, {_bw(n.get('upper_bandwidth_Bps'))}",
+        ],
+        [
+            f"Python overhead: Python/C latency (sizes <= {SMALL_MAX} B)",
+            _x(n.get("python_over_c_latency")),
+        ],
+        [
+            f"Python/C at {_b(n.get('python_over_c_largest_bytes'))}",
+            _x(n.get("python_over_c_at_largest")),
+        ],
         ["non-blocking/blocking latency (C)", _x(n.get("nonblocking_over_blocking_c_latency"))],
         ["TCP/shared-memory latency", _x(n.get("tcp_over_shm_latency"))],
-        [f"TCP/shared-memory bandwidth at {_b(n.get('tcp_compared_at_bytes'))}",
-         _x(n.get("tcp_over_shm_bandwidth"))],
-        ["TCP really used (latency >= 2x and MPIR_CVAR_NOLOCAL=1)",
-         {True: "yes", False: "NO"}.get(n.get("tcp_verified"), "n/a")],
-        [f"contention slowdown at {n.get('contention_max_ranks', '?')} ranks, small messages",
-         _x(n.get("contention_slowdown_small"))],
-        [f"contention slowdown at {n.get('contention_max_ranks', '?')} ranks, large messages",
-         _x(n.get("contention_slowdown_large"))],
+        [
+            f"TCP/shared-memory bandwidth at {_b(n.get('tcp_compared_at_bytes'))}",
+            _x(n.get("tcp_over_shm_bandwidth")),
+        ],
+        [
+            "TCP really used (latency >= 2x and MPIR_CVAR_NOLOCAL=1)",
+            {True: "yes", False: "NO"}.get(n.get("tcp_verified"), "n/a"),
+        ],
+        [
+            f"contention slowdown at {n.get('contention_max_ranks', '?')} ranks, small messages",
+            _x(n.get("contention_slowdown_small")),
+        ],
+        [
+            f"contention slowdown at {n.get('contention_max_ranks', '?')} ranks, large messages",
+            _x(n.get("contention_slowdown_large")),
+        ],
     ]
-    out.append({"title": "Headline numbers", "text": analysis["notes"], "table": head + rows,
-                "images": [f for f in figs if f[0].startswith(("latency", "bandwidth"))]})
-    out.append({"title": "Model fit", "text": [
-        "T(b) = alpha + beta b fitted with weights 1/t (relative residuals), so that every size "
-        "counts; the piecewise fit searches the breakpoint (eager/rendezvous switch) and keeps "
-        "two segments only when the BIC improves by more than 10."],
-        "images": [f for f in figs if f[0].startswith(("piecewise", "residuals"))]})
-    out.append({"title": "Kernels compared", "text": [
-        "Python pays the interpreter on every call: compare small-message latencies; "
-        "large messages are dominated by the copy and converge."],
-        "images": [f for f in figs if f[0].startswith("compare")]})
-    out.append({"title": "Shared memory vs TCP loopback", "text": [
-        f"TCP forced with: {n.get('tcp_env_recorded', 'n/a')}."],
-        "images": [f for f in figs if f[0].startswith("shm_vs_tcp")]})
+    out.append(
+        {
+            "title": "Headline numbers",
+            "text": analysis["notes"],
+            "table": head + rows,
+            "images": [f for f in figs if f[0].startswith(("latency", "bandwidth"))],
+        }
+    )
+    out.append(
+        {
+            "title": "Model fit",
+            "text": [
+                "T(b) = alpha + beta b fitted with weights 1/t (relative residuals), so that "
+                "every size counts; the piecewise fit searches the breakpoint (eager/rendezvous "
+                "switch) and keeps two segments only when the BIC improves by more than 10."
+            ],
+            "images": [f for f in figs if f[0].startswith(("piecewise", "residuals"))],
+        }
+    )
+    out.append(
+        {
+            "title": "Kernels compared",
+            "text": [
+                "Python pays the interpreter on every call: compare small-message latencies; "
+                "large messages are dominated by the copy and converge."
+            ],
+            "images": [f for f in figs if f[0].startswith("compare")],
+        }
+    )
+    out.append(
+        {
+            "title": "Shared memory vs TCP loopback",
+            "text": [f"TCP forced with: {n.get('tcp_env_recorded', 'n/a')}."],
+            "images": [f for f in figs if f[0].startswith("shm_vs_tcp")],
+        }
+    )
     if n.get("variability"):
         vt = [["size", "samples", "median", "mean", "p99", "max", "mean/median", "outliers"]]
         for r in n["variability"]:
-            vt.append([_b(r["nbytes"]), str(r["n"]), _t(r["median_s"]), _t(r["mean_s"]),
-                       _t(r["p99_s"]), _t(r["max_s"]), f"{r['mean_over_median']:.3f}",
-                       str(r["outliers_iqr"])])
-        out.append({"title": "Variability", "text": [
-            f"From {n.get('variability_source')}: heavy right tails pull the mean above the "
-            "median."], "table": vt,
-            "images": [f for f in figs if f[0].startswith("variability")]})
+            vt.append(
+                [
+                    _b(r["nbytes"]),
+                    str(r["n"]),
+                    _t(r["median_s"]),
+                    _t(r["mean_s"]),
+                    _t(r["p99_s"]),
+                    _t(r["max_s"]),
+                    f"{r['mean_over_median']:.3f}",
+                    str(r["outliers_iqr"]),
+                ]
+            )
+        out.append(
+            {
+                "title": "Variability",
+                "text": [
+                    f"From {n.get('variability_source')}: heavy right tails pull the mean "
+                    "above the median."
+                ],
+                "table": vt,
+                "images": [f for f in figs if f[0].startswith("variability")],
+            }
+        )
     if n.get("contention"):
-        ct = [["ranks", "pairs", "small size", "time", "slowdown", "large size", "time",
-               "slowdown", "aggregate bandwidth"]]
+        ct = [
+            [
+                "ranks",
+                "pairs",
+                "small size",
+                "time",
+                "slowdown",
+                "large size",
+                "time",
+                "slowdown",
+                "aggregate bandwidth",
+            ]
+        ]
         for r in n["contention"]:
-            ct.append([str(r["ranks"]), str(r["pairs"]), _b(r.get("small_bytes")),
-                       _t(r.get("small_t_s")), _x(r.get("small_slowdown")),
-                       _b(r.get("large_bytes")), _t(r.get("large_t_s")),
-                       _x(r.get("large_slowdown")), _bw(r.get("large_aggregate_Bps"))])
-        out.append({"title": "Contention (pairwise exchange)", "text": [
-            "All ranks exchange in pairs (r <-> r + size/2) at once; slowdown is relative to "
-            "one pair. More ranks than cores are oversubscribed (ranks take turns)."],
-            "table": ct, "images": [f for f in figs if f[0].startswith("contention")]})
+            ct.append(
+                [
+                    str(r["ranks"]),
+                    str(r["pairs"]),
+                    _b(r.get("small_bytes")),
+                    _t(r.get("small_t_s")),
+                    _x(r.get("small_slowdown")),
+                    _b(r.get("large_bytes")),
+                    _t(r.get("large_t_s")),
+                    _x(r.get("large_slowdown")),
+                    _bw(r.get("large_aggregate_Bps")),
+                ]
+            )
+        out.append(
+            {
+                "title": "Contention (pairwise exchange)",
+                "text": [
+                    "All ranks exchange in pairs (r <-> r + size/2) at once; slowdown is "
+                    "relative to one pair. More ranks than cores are oversubscribed (ranks take "
+                    "turns)."
+                ],
+                "table": ct,
+                "images": [f for f in figs if f[0].startswith("contention")],
+            }
+        )
     return out
 
 
@@ -551,8 +733,9 @@ def to_markdown(secs, title) -> str:
         if table:
             lines.append("| " + " | ".join(table[0]) + " |")
             lines.append("| " + " | ".join("---" for _ in table[0]) + " |")
-            lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |"
-                      for row in table[1:]]
+            lines += [
+                "| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in table[1:]
+            ]
             lines.append("")
         for name, caption in s.get("images", []):
             lines += [f"![{caption}](figures/{name})", ""]
@@ -562,7 +745,8 @@ def to_markdown(secs, title) -> str:
 def to_html(secs, title) -> str:
     e = html.escape
     parts = [
-        "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+        "<!DOCTYPE html>",
+        "<html lang='en'><head><meta charset='utf-8'>",
         f"<title>{e(title)}</title>",
         "<style>body{font-family:sans-serif;max-width:60em;margin:auto;padding:1em}"
         "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:.2em .5em;"
@@ -575,12 +759,15 @@ def to_html(secs, title) -> str:
         table = s.get("table")
         if table:
             parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in table[0]) + "</tr>")
-            parts += ["<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>"
-                      for row in table[1:]]
+            parts += [
+                "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table[1:]
+            ]
             parts.append("</table>")
         for name, caption in s.get("images", []):
-            parts.append(f"<figure><img src='figures/{e(name)}' alt='{e(caption)}'>"
-                         f"<figcaption>{e(caption)}</figcaption></figure>")
+            parts.append(
+                f"<figure><img src='figures/{e(name)}' alt='{e(caption)}'>"
+                f"<figcaption>{e(caption)}</figcaption></figure>"
+            )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -608,16 +795,22 @@ def write_report(sweeps, out: Path, meta: dict) -> dict:
     secs = sections(sweeps, analysis, figs, meta)
     (out / "summary.md").write_text(to_markdown(secs, title), encoding="utf-8")
     (out / "summary.html").write_text(to_html(secs, title), encoding="utf-8")
-    summary = {"meta": meta, "numbers": _plain(analysis["numbers"]),
-               "notes": analysis["notes"], "figures": [f for f, _ in figs],
-               "data": {role: sw.path.name for role, sw in sorted(sweeps.items())}}
+    summary = {
+        "meta": meta,
+        "numbers": _plain(analysis["numbers"]),
+        "notes": analysis["notes"],
+        "figures": [f for f, _ in figs],
+        "data": {role: sw.path.name for role, sw in sorted(sweeps.items())},
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m pingpong_lab.report",
-                                description="Measure (or re-analyse) and write a report folder.")
+    p = argparse.ArgumentParser(
+        prog="python -m pingpong_lab.report",
+        description="Measure (or re-analyse) and write a report folder.",
+    )
     p.add_argument("--np", type=int, default=2, help="ranks for the main sweeps (default 2)")
     p.add_argument("--out", help="output folder (default: report, or the --from folder)")
     p.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for tests")
@@ -659,9 +852,12 @@ def main(argv=None) -> int:
         if not sweeps:
             print("report: error: every sweep failed; nothing to report", file=sys.stderr)
             return 1
-        meta = {"mode": "quick (tiny sizes, for tests)" if a.quick else "full",
-                "ranks": a.np, "sweep_seconds": times,
-                "timing": f"Measuring took {sum(times.values()):.0f} s."}
+        meta = {
+            "mode": "quick (tiny sizes, for tests)" if a.quick else "full",
+            "ranks": a.np,
+            "sweep_seconds": times,
+            "timing": f"Measuring took {sum(times.values()):.0f} s.",
+        }
     try:
         summary = write_report(sweeps, out, meta)
     except ValueError as exc:
@@ -671,13 +867,14 @@ def main(argv=None) -> int:
     total = time.perf_counter() - t0
     summary["meta"]["total_seconds"] = total
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    _log(f"alpha {_t(n.get('alpha_s'))}, bandwidth {_bw(n.get('bandwidth_Bps'))}, "
-         f"n_1/2 {_b(n.get('n_half_bytes'))}, breakpoint {_b(n.get('breakpoint_bytes'))}, "
-         f"Python/C {_x(n.get('python_over_c_latency'))}, TCP/shm "
-         f"{_x(n.get('tcp_over_shm_latency'))}, contention "
-         f"{_x(n.get('contention_slowdown_small'))}")
-    _log(f"wrote {out}/summary.md, summary.html, summary.json, figures/, data/ "
-         f"in {total:.0f} s")
+    _log(
+        f"alpha {_t(n.get('alpha_s'))}, bandwidth {_bw(n.get('bandwidth_Bps'))}, "
+        f"n_1/2 {_b(n.get('n_half_bytes'))}, breakpoint {_b(n.get('breakpoint_bytes'))}, "
+        f"Python/C {_x(n.get('python_over_c_latency'))}, TCP/shm "
+        f"{_x(n.get('tcp_over_shm_latency'))}, contention "
+        f"{_x(n.get('contention_slowdown_small'))}"
+    )
+    _log(f"wrote {out}/summary.md, summary.html, summary.json, figures/, data/ in {total:.0f} s")
     return 0
 
 

@@ -78,14 +78,28 @@ def test_report_quick_writes_every_file(quick_report):
     for name in ("summary.md", "summary.html", "summary.json"):
         assert (out / name).stat().st_size > 0
     data = out / "data"
-    for role in ("c_blocking", "c_nonblocking", "python_blocking", "python_nonblocking",
-                 "variability", "c_blocking_tcp", "contention_2", "contention_4"):
+    for role in (
+        "c_blocking",
+        "c_nonblocking",
+        "python_blocking",
+        "python_nonblocking",
+        "variability",
+        "c_blocking_tcp",
+        "contention_2",
+        "contention_4",
+    ):
         assert (data / f"{role}.csv").exists(), role
         assert (data / f"{role}.csv.json").exists(), role
         assert (data / f"{role}.samples.npz").exists(), role
     figs = sorted(p.name for p in (out / "figures").glob("*.png"))
-    for name in ("latency_c_blocking.png", "bandwidth_c_blocking.png", "compare_kernels.png",
-                 "shm_vs_tcp_latency.png", "variability.png", "contention_small.png"):
+    for name in (
+        "latency_c_blocking.png",
+        "bandwidth_c_blocking.png",
+        "compare_kernels.png",
+        "shm_vs_tcp_latency.png",
+        "variability.png",
+        "contention_small.png",
+    ):
         assert name in figs
         assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -107,8 +121,14 @@ def test_report_summary_contains_the_numbers(quick_report):
     out, _ = quick_report
     summary = json.loads((out / "summary.json").read_text())
     n = summary["numbers"]
-    for key in ("alpha_s", "breakpoint_bytes", "python_over_c_latency", "tcp_over_shm_latency",
-                "contention_slowdown_small", "nonblocking_over_blocking_c_latency"):
+    for key in (
+        "alpha_s",
+        "breakpoint_bytes",
+        "python_over_c_latency",
+        "tcp_over_shm_latency",
+        "contention_slowdown_small",
+        "nonblocking_over_blocking_c_latency",
+    ):
         assert key in n, key
     for key in ("python_over_c_latency", "tcp_over_shm_latency", "contention_slowdown_small"):
         assert math.isfinite(n[key]) and n[key] > 0, key
@@ -154,7 +174,10 @@ def test_report_from_classifies_renamed_files_by_provenance(quick_report, tmp_pa
 def test_report_from_missing_folder_is_one_line_error(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pingpong_lab.report", "--from", str(tmp_path / "nope")],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no such folder" in proc.stderr
@@ -190,8 +213,13 @@ def test_hw_floor_output_parses(c_library):
     from pingpong_lab import bench
 
     assert bench.HW_FLOOR.exists(), "make -C kernels_c builds build/hw_floor"
-    out = subprocess.run([str(bench.HW_FLOOR), "-i", "1000", "-r", "3", "-m", "8:4096",
-                          "-t", "0.001"], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [str(bench.HW_FLOOR), "-i", "1000", "-r", "3", "-m", "8:4096", "-t", "0.001"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     parsed = bench.parse_hw_floor(out.stdout)
     assert parsed["latency_s"] > 0
     assert sorted(parsed["memcpy"]) == [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
