@@ -2,14 +2,14 @@
 
     python -m pingpong_lab.course_build release     # exercises/ and solutions/ from course/source
     python -m pingpong_lab.course_build autograde   # grade course/submitted/*, write feedback
-    python -m pingpong_lab.course_build solutions   # run the solutions, HTML in build/solutions-html
+    python -m pingpong_lab.course_build solutions   # run solutions, HTML in build/solutions-html
     python -m pingpong_lab.course_build check       # exit 1 if exercises/ or solutions/ drifted
 
 Only course/source is ever edited. `release` runs `nbgrader generate_assignment` (which also
 records the assignments and their hidden tests in course/gradebook.db, needed by autograde) and
-`nbgrader generate_solution` for every assignment, and copies the results to ../exercises/<NN_topic>/
-and ../solutions/<NN_topic>/ with volatile metadata stripped, so that regenerating an unchanged
-source gives byte-identical files.
+`nbgrader generate_solution` for every assignment, and copies the results to
+../exercises/<NN_topic>/ and ../solutions/<NN_topic>/ with volatile metadata stripped, so
+that regenerating an unchanged source gives byte-identical files.
 
 This module also holds ClearSolutionsC, the nbgrader preprocessor that gives C cells a C stub.
 """

@@ -83,6 +83,17 @@ def whoami(cluster, timeout=ENGINE_TIMEOUT_S) -> list[dict]:
     return cluster.run(_whoami, timeout=timeout)
 
 
+def _call_with_world(package):
+    from mpi4py import MPI
+
+    return unship(package)(MPI.COMM_WORLD)
+
+
+def on_every_rank(cluster, fn, timeout=ENGINE_TIMEOUT_S) -> list:
+    """fn(MPI.COMM_WORLD) on every engine (fn may be defined in the notebook); by rank."""
+    return cluster.run(_call_with_world, ship(fn), timeout=timeout)
+
+
 # -- 01: ping-pong -------------------------------------------------------------------------------
 def show_trace(fn, size=4, nbytes=8):
     """Run fn(comm, sendbuf, recvbuf) on fake ranks and print what each rank did."""
@@ -113,9 +124,8 @@ def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c"):
         print(f"{function} returned {sorted(codes - {0})} (0 means success)")
         return False
     corrupt = results[0]["corrupt"]
-    print(
-        f"{iters} round trips of {nbytes} B in C: echoes {'intact' if not corrupt else f'{corrupt} corrupted'}"
-    )
+    verdict = "intact" if not corrupt else f"{corrupt} corrupted"
+    print(f"{iters} round trips of {nbytes} B in C: echoes {verdict}")
     return corrupt == 0
 
 
@@ -268,6 +278,7 @@ __all__ = [
     "kernel_sweep",
     "library_version",
     "machine",
+    "on_every_rank",
     "pickle_vs_buffer",
     "reference_pingpong",
     "reference_time",
