@@ -12,8 +12,12 @@ tracked by PID from the moment they start and are all gone after stop(), at the 
 from __future__ import annotations
 
 import atexit
+import json
 import logging
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -24,6 +28,7 @@ import psutil
 
 from . import mpi_env
 from .errors import ClusterStartError, DeadlockError, EngineCrashError, RemoteError
+from .watchdog import end_processes
 
 DEFAULT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 90.0
@@ -83,6 +88,7 @@ class MPICluster:
         self._view = None
         self._profile_dir = None
         self._pids: set[int] = set()
+        self._watchdog: subprocess.Popen | None = None
         self._engine_order: list[int] = []  # engine ids sorted by MPI rank
         self.placement: list[dict] = []
 
@@ -115,6 +121,7 @@ class MPICluster:
         self._cluster.config.MPILauncher.mpi_cmd = [mpiexec]
         self._cluster.config.MPIEngineSetLauncher.environment = self.env
         _live_clusters.add(self)
+        self._start_watchdog()
         try:
             self._client = self._cluster.start_and_connect_sync(n=self.n)
         except BaseException as exc:
@@ -147,6 +154,33 @@ class MPICluster:
         self.placement = sorted(placement, key=lambda p: p["rank"])
         return self
 
+    def _start_watchdog(self) -> None:
+        """A separate process that ends this cluster's processes if this process dies first."""
+        pid_file = os.path.join(self._profile_dir, "pids.json")
+        with open(pid_file, "w") as f:
+            json.dump([], f)
+        watchdog = subprocess.Popen(
+            [sys.executable, "-m", "pingpong_lab.watchdog", str(os.getpid()), pid_file],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the notebook does not reach it
+        )
+        self._pids.add(watchdog.pid)
+        self._watchdog = watchdog
+
+    def _write_pid_file(self) -> None:
+        if not self._profile_dir:
+            return
+        pid_file = os.path.join(self._profile_dir, "pids.json")
+        tmp = pid_file + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(sorted(self._pids), f)
+            os.replace(tmp, pid_file)
+        except OSError:
+            pass
+
     def _record_pids(self) -> None:
         """Remember every process of this cluster (controller, mpiexec, proxies, engines)."""
         if self._cluster is None:
@@ -162,6 +196,7 @@ class MPICluster:
                 self._pids.update(child.pid for child in proc.children(recursive=True))
             except psutil.NoSuchProcess:
                 pass
+        self._write_pid_file()
 
     def stop(self) -> None:
         """Stop engines and controller; make sure every process this cluster started is gone."""
@@ -176,33 +211,21 @@ class MPICluster:
                 self._cluster.stop_cluster_sync()
             except Exception:
                 pass
-        self._end_processes(grace_s=3.0)
-        if self._profile_dir:
+        if self._profile_dir:  # the watchdog sees its pid file go and exits
             shutil.rmtree(self._profile_dir, ignore_errors=True)
+        self._end_processes(grace_s=3.0)
+        if self._watchdog is not None:
+            try:
+                self._watchdog.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            self._watchdog = None
         self._cluster = self._client = self._view = self._profile_dir = None
         self._engine_order = []
         _live_clusters.discard(self)
 
     def _end_processes(self, grace_s: float) -> None:
-        procs = []
-        for pid in self._pids:
-            try:
-                procs.append(psutil.Process(pid))
-            except psutil.NoSuchProcess:
-                pass
-        if procs:
-            for p in procs:
-                try:
-                    p.terminate()
-                except psutil.NoSuchProcess:
-                    pass
-            _, alive = psutil.wait_procs(procs, timeout=grace_s)
-            for p in alive:
-                try:
-                    p.kill()
-                except psutil.NoSuchProcess:
-                    pass
-            psutil.wait_procs(alive, timeout=grace_s)
+        end_processes(self._pids, grace_s)
         self._pids.clear()
 
     def restart(self) -> MPICluster:

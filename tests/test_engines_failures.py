@@ -254,3 +254,24 @@ def test_a_script_that_forgets_to_stop_its_cluster_leaves_nothing_behind_at_exit
     remember_pids(pids)
     assert len(pids) >= 4  # controller, mpiexec, proxy, 2 engines
     assert wait_gone(pids, timeout=20)
+
+
+KILLED_SCRIPT = """
+import json, os, signal
+from pingpong_lab.cluster import MPICluster
+cluster = MPICluster(n=2, timeout=30).start()
+print(json.dumps(sorted(cluster.pids)), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # a notebook kernel killed: no at-exit handler runs
+"""
+
+
+def test_a_killed_notebook_kernel_leaves_no_engines_behind():
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_SCRIPT], capture_output=True, text=True, timeout=180
+    )
+    assert proc.returncode == -9
+    pids = json.loads(proc.stdout.strip().splitlines()[-1])
+    remember_pids(pids)
+    assert wait_gone(pids, timeout=30), "the watchdog must end the orphaned cluster"
