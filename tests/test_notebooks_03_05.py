@@ -84,7 +84,7 @@ def test_grade_ids_are_unique_and_descriptive(name):
 
 def test_every_graded_cell_follows_a_visible_check_cell(name):
     cells = load(name)["cells"]
-    for i, cell in graded(load(name)):
+    for i, _ in graded(load(name)):
         prev = next(j for j in range(i - 1, -1, -1) if cells[j]["cell_type"] == "code")
         assert not meta(cells[prev]), f"{name} cell {i}: the code cell before a test is a check"
         sol = next(j for j in range(prev - 1, -1, -1) if cells[j]["cell_type"] == "code")
@@ -109,9 +109,13 @@ def test_solution_cells_are_stubs_with_docstrings(name):
     for cell in cells:
         src = text(cell)
         c_cell = src.lstrip().startswith("%%writefile")
-        begin, end = ("/* BEGIN SOLUTION */", "/* END SOLUTION */") if c_cell else (
-            "### BEGIN SOLUTION",
-            "### END SOLUTION",
+        begin, end = (
+            ("/* BEGIN SOLUTION */", "/* END SOLUTION */")
+            if c_cell
+            else (
+                "### BEGIN SOLUTION",
+                "### END SOLUTION",
+            )
         )
         assert begin in src and end in src, f"solution region missing in:\n{src[:200]}"
         if c_cell:
