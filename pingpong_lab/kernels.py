@@ -55,6 +55,74 @@ def _check_args(comm, nbytes, warmup, iters, batch=1):
         raise KernelError("a ping-pong needs at least 2 ranks; this communicator has 1")
 
 
+def _exchanges(comm, peer, sbuf, rbuf, nbytes, style, shared_buffer):
+    """(exchange, echo) for a style, with everything bound before the timed loop.
+
+    exchange() sends the payload and returns the echo; echo(corrupt) receives one message and
+    sends back exactly what arrived (one byte flipped if corrupt). Message specs, bound
+    methods and positional arguments keep the Python overhead per message small (the same
+    habits as mpi4py.bench).
+    """
+    from mpi4py import MPI
+
+    s_msg, r_msg = [sbuf, nbytes, MPI.BYTE], [rbuf, nbytes, MPI.BYTE]
+    Send, Recv, Isend, Irecv = comm.Send, comm.Recv, comm.Isend, comm.Irecv
+    waitall = MPI.Request.Waitall
+
+    if style == "pickle":
+
+        def exchange():
+            comm.send(sbuf, peer, TAG)
+            return comm.recv(None, peer, TAG)
+
+        def echo(corrupt):
+            msg = comm.recv(None, peer, TAG)
+            if corrupt and nbytes:
+                msg = msg.copy()
+                msg[nbytes // 2] ^= 0xFF
+            comm.send(msg, peer, TAG)
+
+        return exchange, echo
+
+    if style == "nonblocking" and shared_buffer:  # never receive into a buffer being sent
+
+        def exchange():
+            Isend(s_msg, peer, TAG).Wait()
+            Irecv(r_msg, peer, TAG).Wait()
+            return rbuf
+
+    elif style == "nonblocking":
+
+        def exchange():
+            waitall([Irecv(r_msg, peer, TAG), Isend(s_msg, peer, TAG)])
+            return rbuf
+
+    else:
+
+        def exchange():
+            Send(s_msg, peer, TAG)
+            Recv(r_msg, peer, TAG)
+            return rbuf
+
+    if style == "nonblocking":
+
+        def echo(corrupt):
+            Irecv(r_msg, peer, TAG).Wait()
+            if corrupt and nbytes:
+                rbuf[nbytes // 2] ^= 0xFF
+            Isend(r_msg, peer, TAG).Wait()
+
+    else:
+
+        def echo(corrupt):
+            Recv(r_msg, peer, TAG)
+            if corrupt and nbytes:
+                rbuf[nbytes // 2] ^= 0xFF
+            Send(r_msg, peer, TAG)
+
+    return exchange, echo
+
+
 def _run_pairs(
     comm, peer, starts, nbytes, warmup, iters, shared_buffer, corrupt_echo, style, batch=1
 ):
@@ -62,70 +130,37 @@ def _run_pairs(
 
     samples = np.full(iters, np.nan)
     if peer is None:  # idle rank: joins only the synchronised start
+        comm.Barrier()
+        return samples, 0
+    sbuf = _aligned("send", nbytes)
+    rbuf = sbuf if shared_buffer else _aligned("recv", nbytes)
+    exchange, echo = _exchanges(comm, peer, sbuf, rbuf, nbytes, style, shared_buffer)
+    more = range(batch - 1)  # empty for one round trip per sample
+    corrupt = 0
+    if not starts:
         for i in range(-warmup, iters):
             if i == 0:
                 comm.Barrier()
+            for _ in more:
+                echo(False)
+            echo(corrupt_echo)
         return samples, 0
-    base = payload.base(nbytes) if starts else None
-    sbuf = _aligned("send", nbytes)
-    rbuf = sbuf if shared_buffer else _aligned("recv", nbytes)
-    corrupt = 0
+    base = payload.base(nbytes)
     wtime = MPI.Wtime
     for i in range(-warmup, iters):
         if i == 0:
-            comm.Barrier()
-        if starts:
-            payload.fill(sbuf, base, i)
-            t0 = wtime()
-            for _ in range(batch):
-                if style == "blocking":
-                    comm.Send(sbuf, dest=peer, tag=TAG)
-                    comm.Recv(rbuf, source=peer, tag=TAG)
-                    echoed = rbuf
-                elif style == "nonblocking":
-                    if shared_buffer:
-                        comm.Isend(sbuf, dest=peer, tag=TAG).Wait()
-                        comm.Irecv(rbuf, source=peer, tag=TAG).Wait()
-                    else:
-                        reqs = [
-                            comm.Irecv(rbuf, source=peer, tag=TAG),
-                            comm.Isend(sbuf, dest=peer, tag=TAG),
-                        ]
-                        MPI.Request.Waitall(reqs)
-                    echoed = rbuf
-                else:  # pickle
-                    comm.send(sbuf, dest=peer, tag=TAG)
-                    echoed = comm.recv(source=peer, tag=TAG)
-            t1 = wtime()
-            if not payload.matches(echoed, base, i):
-                corrupt += 1
-            if i >= 0:
-                samples[i] = (t1 - t0) / batch
-        else:
-            for k in range(batch):
-                _echo(comm, peer, rbuf, nbytes, style, corrupt_echo and k == batch - 1)
+            comm.Barrier()  # synchronised start of the timed iterations
+        payload.fill(sbuf, base, i)  # outside the timed region
+        t0 = wtime()
+        echoed = exchange()
+        for _ in more:
+            echoed = exchange()
+        t1 = wtime()
+        if not payload.matches(echoed, base, i):
+            corrupt += 1
+        if i >= 0:
+            samples[i] = (t1 - t0) / batch
     return samples, corrupt
-
-
-def _echo(comm, peer, rbuf, nbytes, style, corrupt):
-    """Receive one message and send back exactly what arrived (one byte flipped if corrupt)."""
-    if style == "pickle":
-        msg = comm.recv(source=peer, tag=TAG)
-        if corrupt and nbytes:
-            msg = msg.copy()
-            msg[nbytes // 2] ^= 0xFF
-        comm.send(msg, dest=peer, tag=TAG)
-        return
-    if style == "nonblocking":
-        comm.Irecv(rbuf, source=peer, tag=TAG).Wait()
-    else:
-        comm.Recv(rbuf, source=peer, tag=TAG)
-    if corrupt and nbytes:
-        rbuf[nbytes // 2] ^= 0xFF
-    if style == "nonblocking":
-        comm.Isend(rbuf, dest=peer, tag=TAG).Wait()
-    else:
-        comm.Send(rbuf, dest=peer, tag=TAG)
 
 
 def _pingpong(style):
