@@ -57,10 +57,15 @@ def _engine_host_and_core():
         core = psutil.Process().cpu_num()
     except (AttributeError, psutil.Error):  # cpu_num() is not available on every OS
         core = -1
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        allowed = []
     return {
         "rank": MPI.COMM_WORLD.Get_rank(),
         "host": socket.gethostname(),
-        "core": core,
+        "core": core,  # where the rank ran last: unpinned ranks may move between cores
+        "allowed_cores": allowed,
         "pid": os.getpid(),
     }
 
@@ -123,7 +128,12 @@ class MPICluster:
         _live_clusters.add(self)
         self._start_watchdog()
         try:
-            self._client = self._cluster.start_and_connect_sync(n=self.n)
+            self._cluster.start_cluster_sync(n=self.n)
+            self._client = self._cluster.connect_client_sync()
+            # interactive=False: no progress-bar widget left in the learner's notebook
+            self._client.wait_for_engines(
+                self.n, timeout=self.start_timeout, block=True, interactive=False
+            )
         except BaseException as exc:
             self._record_pids()
             self.stop()

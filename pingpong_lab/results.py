@@ -70,7 +70,13 @@ def placement(comm) -> list[dict]:
         core = psutil.Process().cpu_num()
     except (AttributeError, psutil.Error):
         core = -1
-    return comm.allgather({"rank": comm.Get_rank(), "host": socket.gethostname(), "core": core})
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        allowed = []
+    # "core" is where the rank ran last; unless ranks are pinned it may change at any moment.
+    mine = {"rank": comm.Get_rank(), "host": socket.gethostname(), "core": core}
+    return comm.allgather({**mine, "allowed_cores": allowed})
 
 
 def provenance(comm, **fields) -> dict:
