@@ -27,7 +27,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup kernels lab test lint release autograde solutions report bench clean
+.PHONY: setup kernels lab test lint release autograde solutions check-course report bench clean
 
 setup: $(STAMP) kernels
 
@@ -64,6 +64,9 @@ autograde: setup
 
 solutions: setup
 	cd course && $(PY) -m pingpong_lab.course_build solutions
+
+check-course: setup
+	cd course && $(PY) -m pingpong_lab.course_build check
 
 report: setup
 	$(PY) -m pingpong_lab.report --np $(NP) --out report
