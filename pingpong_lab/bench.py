@@ -43,8 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import measure, mpi_env, stats
+from . import measure, mpi_env, results, stats
 from .ckernels import DEFAULT_LIBRARY, KERNELS_DIR
+from .hardware import HW_FLOOR, parse_hw_floor
 
 KIB, MIB = 1 << 10, 1 << 20
 LAUNCH_SIZES = (8, 64 * KIB, MIB, 16 * MIB)
@@ -56,7 +57,6 @@ QUICK_PY_SIZES = (1, 1024, 64 * KIB)
 OSU_SIZE = MIB
 FULL_SWEEP = (1, 64 * MIB)
 QUICK_SWEEP = (1, 64 * KIB)
-HW_FLOOR = KERNELS_DIR / "build" / "hw_floor"
 PP_BLOCKING = KERNELS_DIR / "build" / "pp_blocking"
 JOB_TIMEOUT_S = 300
 COLUMNS = (
@@ -178,7 +178,6 @@ def _job_main(spec_json: str) -> int:
     """Entry of the mpiexec job of one round: C fixed sizes, Python vs mpi4py.bench."""
     from mpi4py import MPI
 
-    from . import results
 
     comm = MPI.COMM_WORLD
     spec = json.loads(spec_json)
@@ -248,25 +247,6 @@ def parse_pp_table(text: str) -> dict:
         except ValueError:
             continue
         out[n] = {"avg_s": avg * 1e-6, "median_s": med * 1e-6, "min_s": mn * 1e-6, "iters": iters}
-    return out
-
-
-def parse_hw_floor(text: str) -> dict:
-    """{"latency_s": median one-way, "cpus", "pinned", "memcpy": {nbytes: B/s}} from hw_floor."""
-    out: dict = {"memcpy": {}}
-    for line in text.splitlines():
-        p = line.split()
-        if not p:
-            continue
-        if p[0] == "cpus":
-            kv = dict(zip(p[0::2], p[1::2]))
-            out.update({k: int(v) for k, v in kv.items()})
-        elif p[0] == "latency_oneway_s":
-            kv = dict(zip(p[1::2], p[2::2]))
-            out["latency_s"] = float(kv["median"])
-            out["latency_min_s"] = float(kv["min"])
-        elif p[0] == "memcpy" and len(p) >= 4:
-            out["memcpy"][int(p[1])] = float(p[3])
     return out
 
 
@@ -412,6 +392,17 @@ class Bench:
         _run(cmd, timeout=JOB_TIMEOUT_S * 2)
         self.raw["full_sweep_s"] = time.perf_counter() - t0
         self.raw["full_sweep_range"] = [lo, hi]
+
+    def _sweep_note(self) -> str:
+        """How many sizes reached the +/-2% median CI in the timed full sweep."""
+        path = self.out / "full_sweep_c_blocking.csv"
+        try:
+            rows, _ = results.read_results(path)
+        except OSError:
+            return "no CSV"
+        met = sum(r.get("stop_reason") == "ci" for r in rows)
+        how = "quick: 0.01 s first round" if self.quick else "+/-2% CI or 1 s per size"
+        return f"{how}; CI met at {met} of {len(rows)} sizes (mpiexec)"
 
     def _series(self, key, nbytes, field):
         return [rec[key][nbytes][field] for rec in self.raw["rounds"] if nbytes in rec.get(key, {})]
@@ -589,17 +580,63 @@ class Bench:
             self.raw["full_sweep_s"],
             "s",
             ratio_definition="",
-            note="quick: 0.01 s per size" if self.quick else "0.25 s per size, with mpiexec",
+            note=self._sweep_note(),
         )
-        if importlib.util.find_spec("pingpong_lab.course_build") is None:
-            why = "pingpong_lab.course_build does not exist yet"
-        else:
-            why = (
-                "pingpong_lab.course_build exists, but timing an autograde needs a sample "
-                "submission; not wired into the bench yet"
+        self._course_costs()
+
+    def _course_costs(self):
+        """Grading one submission and executing every notebook (grading mode): real nbgrader."""
+        if self.quick:
+            why = "skipped with --quick (it runs nbgrader on every notebook: minutes)"
+            self.not_measured("course-cost", "autograde time of one submission", why)
+            self.not_measured("course-cost", "notebook execution time, grading mode", why)
+            return
+        from . import course_build
+
+        course = KERNELS_DIR.parent / "course"
+        _log("autograding the solutions as one submission (real nbgrader)")
+        graded = course_build.time_grading(course)
+        self.raw["autograde"] = graded
+        self.row(
+            "course-cost",
+            f"autograde one submission ({graded['notebooks']} notebooks)",
+            None,
+            "",
+            math.nan,
+            f"score {graded['score']:g}/{graded['max_score']:g}",
+            graded["autograde_s"],
+            "s",
+            ratio_definition="",
+            note="nbgrader autograde, grading mode; target under 300 s",
+        )
+        _log("executing every solution notebook in grading mode")
+        times = course_build.time_notebooks(course)
+        self.raw["notebook_s"] = times
+        for name, seconds in times.items():
+            self.row(
+                "course-cost",
+                f"execute {name}, grading mode",
+                None,
+                "",
+                math.nan,
+                "nbconvert --execute",
+                seconds,
+                "s",
+                ratio_definition="",
+                note="",
             )
-        self.not_measured("course-cost", "autograde time of one submission", why)
-        self.not_measured("course-cost", "notebook execution time", why)
+        self.row(
+            "course-cost",
+            "execute all notebooks, grading mode",
+            None,
+            "",
+            math.nan,
+            f"{len(times)} notebooks",
+            sum(times.values()),
+            "s",
+            ratio_definition="",
+            note="",
+        )
 
     # -- output ----------------------------------------------------------------------------------
     def write(self) -> dict:

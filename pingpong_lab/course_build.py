@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -307,6 +308,65 @@ def cmd_solutions(course: Path) -> int:
                 return proc.returncode
         print(f"{name}: {out_dir / (name + '.html')} ({time.perf_counter() - start:.0f} s)")
     return 0
+
+
+def time_grading(course: Path, student: str = "timing") -> dict:
+    """Autograde the solution notebooks as one student's submission, in a scratch course copy.
+
+    Returns {"autograde_s", "notebooks", "score", "max_score"}: the cost of grading one whole
+    submission (every notebook executed in grading mode), as `make autograde` would.
+    """
+    course = Path(course).resolve()
+    with tempfile.TemporaryDirectory(prefix="pingpong-lab-grading-") as tmp:
+        work = Path(tmp) / "course"
+        shutil.copytree(course / "source", work / "source")
+        shutil.copy(course / "nbgrader_config.py", work / "nbgrader_config.py")
+        names = assignments(work)
+        nbgrader(work, "generate_assignment", "*", "--force", "--log-level=WARN")
+        for name in names:
+            shutil.copytree(course.parent / "solutions" / name, work / "submitted" / student / name)
+        start = time.perf_counter()
+        nbgrader(work, "autograde", "*", "--force", "--log-level=WARN")
+        elapsed = time.perf_counter() - start
+        graded = scores(work)
+    return {
+        "autograde_s": elapsed,
+        "notebooks": len(names),
+        "score": sum(row[2] for row in graded),
+        "max_score": sum(row[3] for row in graded),
+    }
+
+
+def time_notebooks(course: Path) -> dict[str, float]:
+    """Seconds to execute each solution notebook top to bottom in grading mode."""
+    course = Path(course).resolve()
+    env = {**os.environ, "PINGPONG_LAB_GRADING": "1"}
+    out = {}
+    for name in assignments(course):
+        src = course.parent / "solutions" / name
+        with tempfile.TemporaryDirectory(prefix=f"pingpong-lab-run-{name}-") as tmp:
+            shutil.copytree(src, tmp, dirs_exist_ok=True)
+            cmd = [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "nbconvert",
+                "--to",
+                "notebook",
+                "--execute",
+                f"--ExecutePreprocessor.timeout={_cell_timeout()}",
+                "--output-dir",
+                tmp,
+                "--output",
+                "executed.ipynb",
+                str(Path(tmp) / f"{name}.ipynb"),
+            ]
+            start = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{name} failed to execute:\n{proc.stderr[-2000:]}")
+            out[name] = time.perf_counter() - start
+    return out
 
 
 def _cell_timeout() -> int:
