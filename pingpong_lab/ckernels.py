@@ -218,10 +218,38 @@ def compile_c(source: str, name: str = "student", with_util: bool = True, cflags
 
 
 def call_c(path, function: str, comm, *args, restype=ctypes.c_int, check_abi: bool = True):
-    """Call `function(comm_handle, *args)` from a library (loaded once per process)."""
+    """Call `function(comm_handle, *args)` from a library (loaded once per process).
+
+    An MPI error inside the call (which C code often ignores) raises KernelError with MPI's
+    own message on the rank where it happened.
+    """
     lib = load(path, check_abi=check_abi)
     if not hasattr(lib, function):
         raise KernelError(f"{Path(path).name} has no function named {function!r}")
     fn = getattr(lib, function)
     fn.restype = restype
-    return fn(comm_handle(comm), *args)
+    # mpi4py makes MPI errors return codes (to raise exceptions), and C that ignores them
+    # carries on silently after, say, a truncated receive. During the call, an error handler
+    # records what MPI reported; it is raised here, on the rank where it happened.
+    MPI = mpi_env.require_mpi4py()
+    reported: list[str] = []
+
+    def record(_comm, code):
+        reported.append(MPI.Get_error_string(code))
+
+    handler = MPI.Comm.Create_errhandler(record)
+    previous = comm.Get_errhandler()
+    comm.Set_errhandler(handler)
+    try:
+        result = fn(comm_handle(comm), *args)
+    finally:
+        comm.Set_errhandler(previous)
+        previous.Free()
+        handler.Free()
+    if reported:
+        raise KernelError(
+            f"MPI reported an error inside {function}(): {'; '.join(dict.fromkeys(reported))}. "
+            "Check that both sides agree on peers, tags, counts and datatypes (a receive must "
+            "be at least as large as the message)."
+        )
+    return result

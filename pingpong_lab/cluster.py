@@ -264,18 +264,21 @@ class MPICluster:
         return f"MPICluster(n={self.n}, {state})"
 
     # -- work -------------------------------------------------------------------------------
-    def run(self, func, *args, timeout: float | None = None, **kwargs) -> list:
+    def run(
+        self, func, *args, timeout: float | None = None, label: str | None = None, **kwargs
+    ) -> list:
         """Run func(*args, **kwargs) on every rank at once; return the results ordered by rank.
 
         Raises DeadlockError when some rank has not returned within `timeout` seconds (the
         engines are then restarted), EngineCrashError when an engine died, and RemoteError
-        when the function raised on an engine.
+        when the function raised on an engine. `label` names the work in those messages
+        (default: the function's name), e.g. "your pingpong".
         """
         if self._client is None:
             self.start()
         deadline = self.timeout if timeout is None else float(timeout)
         ar = self._view.apply_async(func, *args, **kwargs)
-        name = getattr(func, "__name__", "the function")
+        name = label or getattr(func, "__name__", "the function")
         try:
             ar.wait(deadline)
             if not ar.ready():
@@ -302,14 +305,20 @@ class MPICluster:
         return bool(engine_launchers)
 
     def _crash_output(self) -> str:
+        """What MPI or the OS said about a dead engine (not ipyparallel's own log chatter)."""
         lines = []
         for launcher in self._cluster.engines.values() if self._cluster else []:
             try:
                 lines += launcher.get_output().splitlines()
             except Exception:
                 pass
-        interesting = [ln for ln in lines if "signal" in ln.lower() or "=" in ln[:3]]
-        return "\n".join((interesting or lines)[-8:])
+        keep = ("fatal", "error", "signal", "segmentation", "abort", "exit code", "terminated")
+        useful = [
+            ln.strip()
+            for ln in lines
+            if any(k in ln.lower() for k in keep) and "[IPEngine" not in ln and ln.strip()
+        ]
+        return "\n".join(dict.fromkeys(useful[-8:]))
 
     def _handle_timeout(self, ar, name: str, deadline: float):
         pending = set(self._client.outstanding)
@@ -319,14 +328,10 @@ class MPICluster:
         if not self._engines_alive():
             output = self._crash_output()
             self.restart()
-            raise EngineCrashError(
-                f"an engine died while running {name} (often a segfault or abort in C code: "
-                "check array bounds, buffer sizes and pointers); the engines were restarted."
-                + (f"\nmpiexec said:\n{output}" if output else "")
-            )
+            raise EngineCrashError(_crash_message(name, output))
         self.restart()
         raise DeadlockError(
-            f"{name} did not finish within {deadline:g} s on rank(s) {waiting}: the ranks are "
+            f"{name} had not returned after {deadline:g} s on rank(s) {waiting}: the ranks are "
             "probably deadlocked. Common causes: both ranks call a blocking Send before either "
             "posts a Recv (large messages cannot be buffered), a Recv waits for a message that "
             "is never sent (wrong peer, tag or count), or only some ranks call a collective. "
@@ -343,10 +348,7 @@ class MPICluster:
         if died or not self._engines_alive():
             output = self._crash_output()
             self.restart()
-            raise EngineCrashError(
-                f"an engine died while running {name} (often a segfault or abort in C code); "
-                "the engines were restarted." + (f"\nmpiexec said:\n{output}" if output else "")
-            ) from None
+            raise EngineCrashError(_crash_message(name, output)) from None
         if isinstance(exc, ipp_error.CompositeError):
             rank_of = {eid: rank for rank, eid in enumerate(self._engine_order)}
             parts = []
@@ -360,6 +362,15 @@ class MPICluster:
         if isinstance(exc, ipp_error.RemoteError):
             raise RemoteError(f"{name} failed on an engine - {exc.ename}: {exc.evalue}") from None
         raise exc
+
+
+def _crash_message(name: str, output: str) -> str:
+    return (
+        f"an engine died while running {name}: a segfault or an MPI error in C code, most "
+        "often. Check array bounds, buffer sizes and pointers, and that MPI counts are in "
+        "elements of the datatype (n elements of MPI_INT are 4n bytes: use MPI_BYTE for bytes). "
+        "The engines were restarted." + (f"\nMPI said:\n{output}" if output else "")
+    )
 
 
 @atexit.register

@@ -19,6 +19,7 @@ from pingpong_lab.errors import (
     DeadlockError,
     EngineCrashError,
     MPINotFoundError,
+    RemoteError,
 )
 
 from .conftest import remember_pids, requires_mpi
@@ -275,3 +276,37 @@ def test_a_killed_notebook_kernel_leaves_no_engines_behind():
     pids = json.loads(proc.stdout.strip().splitlines()[-1])
     remember_pids(pids)
     assert wait_gone(pids, timeout=30), "the watchdog must end the orphaned cluster"
+
+
+TRUNCATING_C = r"""
+#include <mpi.h>
+int short_recv(MPI_Comm comm) {
+    int rank;
+    char buf[64] = {0};
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) MPI_Send(buf, 64, MPI_BYTE, 1, 0, comm);
+    if (rank == 1) MPI_Recv(buf, 16, MPI_BYTE, 0, 0, comm, MPI_STATUS_IGNORE);
+    return 0;
+}
+"""
+
+
+def _call_short_recv(path):
+    from mpi4py import MPI
+
+    from pingpong_lab import ckernels
+
+    return ckernels.call_c(path, "short_recv", MPI.COMM_WORLD)
+
+
+def test_an_mpi_error_that_learner_c_ignores_is_reported_with_mpis_own_words(
+    cluster2, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PINGPONG_LAB_BUILD", str(tmp_path))
+    lib = ckernels.compile_c(TRUNCATING_C, name="truncating", with_util=False)
+    with pytest.raises(RemoteError) as info:
+        cluster2.run(_call_short_recv, str(lib), timeout=30)
+    message = str(info.value)
+    assert "rank 1: KernelError" in message and "truncated" in message
+    assert "short_recv()" in message
+    assert cluster2.run(_rank, timeout=30) == [0, 1]  # the engines survive
