@@ -31,9 +31,7 @@ import importlib.util
 import io
 import json
 import math
-import os
 import platform
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +44,7 @@ import numpy as np
 from . import measure, mpi_env, results, stats
 from .ckernels import DEFAULT_LIBRARY, KERNELS_DIR
 from .hardware import HW_FLOOR, parse_hw_floor
+from .processes import run_group
 
 KIB, MIB = 1 << 10, 1 << 20
 LAUNCH_SIZES = (8, 64 * KIB, MIB, 16 * MIB)
@@ -178,7 +177,6 @@ def _job_main(spec_json: str) -> int:
     """Entry of the mpiexec job of one round: C fixed sizes, Python vs mpi4py.bench."""
     from mpi4py import MPI
 
-
     comm = MPI.COMM_WORLD
     spec = json.loads(spec_json)
     c = c_fixed_sizes(spec["c_sizes_reps"])
@@ -191,37 +189,12 @@ def _job_main(spec_json: str) -> int:
 
 # -- process helpers ---------------------------------------------------------------------------
 def _run(cmd, timeout=JOB_TIMEOUT_S, env=None) -> subprocess.CompletedProcess:
-    """Run a command in its own process group; kill the whole group on timeout or Ctrl-C."""
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=env,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(proc)
-        raise
+    """Run a command in its own process group (ended as a whole on timeout); check its exit."""
+    proc = run_group(cmd, timeout, env=env)
     if proc.returncode != 0:
-        tail = " | ".join(ln for ln in err.strip().splitlines()[-5:])
+        tail = " | ".join(ln for ln in proc.stderr.strip().splitlines()[-5:])
         raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... failed ({proc.returncode}): {tail}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            proc.wait(timeout=5)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    return proc
 
 
 def _mpiexec_job(np_: int, spec: dict, timeout=JOB_TIMEOUT_S) -> dict:

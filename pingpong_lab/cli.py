@@ -19,6 +19,7 @@ import threading
 
 from . import measure, mpi_env, results
 from .errors import PingPongLabError
+from .processes import kill_group
 
 TRANSPORTS = {
     "default": {},
@@ -186,7 +187,7 @@ def _run_job(cmd, env, timeout_s: float) -> int:
     errors: list[str] = []
     reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
     reader.start()
-    timer = threading.Timer(timeout_s, _kill_group, args=(proc,))
+    timer = threading.Timer(timeout_s, kill_group, args=(proc,))
     timer.start()
     try:
         forward = True
@@ -199,12 +200,12 @@ def _run_job(cmd, env, timeout_s: float) -> int:
                     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         proc.wait()
     except KeyboardInterrupt:
-        _kill_group(proc)
+        kill_group(proc)
         return _fail("interrupted; the MPI job was stopped")
     finally:
         timer.cancel()
         if proc.poll() is None:
-            _kill_group(proc)
+            kill_group(proc)
         reader.join(timeout=5)
     if proc.returncode == 0:
         return 0
@@ -216,19 +217,6 @@ def _run_job(cmd, env, timeout_s: float) -> int:
         return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
     tail = " | ".join(ln.strip() for ln in errors if ln.strip())[-600:]
     return _fail(f"the MPI job failed (exit status {proc.returncode}): {tail}")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    except ChildProcessError:
-        pass
 
 
 def main(argv=None) -> int:

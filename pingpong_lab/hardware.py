@@ -19,12 +19,10 @@ whose message says how to build it. Nothing is written to stderr. Every function
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 from .ckernels import KERNELS_DIR
+from .processes import run_group
 
 HW_FLOOR = KERNELS_DIR / "build" / "hw_floor"
 TIMEOUT_S = 30.0
@@ -76,30 +74,11 @@ def run_hw_floor(*args, timeout: float = TIMEOUT_S, path: Path | str | None = No
     path = _resolve(path)
     if not available(path):
         raise FloorMissingError(f"{path} is not built: run `make kernels` first")
-    proc = subprocess.Popen(
-        [str(path), *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(proc)
-        raise
+    proc = run_group([path, *args], timeout)
     if proc.returncode != 0:
-        tail = " | ".join(err.strip().splitlines()[-3:])
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         raise RuntimeError(f"{path.name} {' '.join(map(str, args))} failed: {tail}")
-    return out
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.communicate()
+    return proc.stdout
 
 
 def floor_latency(
