@@ -458,21 +458,78 @@ def _tags_match(send_tag, recv_tag):
     return recv_tag in (send_tag, ANY_TAG) or recv_tag in _any_source()
 
 
+_SEND_KINDS = ("Send", "Ssend", "Rsend", "Bsend", "Isend", "Sendrecv", "send", "ssend", "isend")
+
+
+def echo_sent_by(log, tag=ANY_TAG):
+    """The bytes a rank sent to rank 0 (the first such message whose tag matches), or None."""
+    for op in log:
+        if op.kind in _SEND_KINDS and op.peer == 0 and op.data is not None:
+            if _tags_match(op.tag, tag):
+                return op.data
+    return None
+
+
 def trace(fn, size=4, nbytes=8, seed=0):
-    """Run fn(comm, sendbuf, recvbuf) on fake ranks 0..size-1; return each rank's calls."""
+    """Run fn(comm, sendbuf, recvbuf) on fake ranks 0..size-1; return each rank's calls.
+
+    Returns (logs, bufs, payload): every rank's recorded calls and its recvbuf afterwards, by
+    rank, and the payload that rank 0 had in its sendbuf. The other ranks run first and receive
+    the payload, as if rank 0 had sent it. Rank 0 then receives what rank 1 *actually* sent to
+    rank 0 with a matching tag; if rank 1 sent nothing back, nothing arrives (on real MPI rank 0
+    would wait forever) and rank 0's recvbuf keeps its zeros.
+    """
     rng = np.random.default_rng(seed)
     payload = rng.integers(0, 256, nbytes, dtype=np.uint8)
-    logs, bufs = [], []
-    for rank in range(size):
-        incoming = (lambda s, t, n, p=payload: p) if rank != 0 else None
+    logs, bufs = [None] * size, [None] * size
+
+    def run(rank, incoming):
         comm = FakeComm(rank, size, incoming=incoming)
         sendbuf = payload.copy() if rank == 0 else np.zeros(nbytes, np.uint8)
         recvbuf = np.zeros(nbytes, np.uint8)
         with fake_mpi_for(fn):
             fn(comm, sendbuf, recvbuf)
-        logs.append(comm.log)
-        bufs.append(recvbuf)
+        logs[rank], bufs[rank] = comm.log, recvbuf
+
+    for rank in range(1, size):
+        run(rank, lambda s, t, n, p=payload: p)
+    rank1 = logs[1] if size > 1 else []
+    run(0, lambda s, t, n: echo_sent_by(rank1, t) if s in (1, *_any_source()) else None)
     return logs, bufs, payload
+
+
+def _nbytes_text(n):
+    return f"{n} byte" if n == 1 else f"{n} bytes"
+
+
+def _show_bytes(data, limit=8):
+    data = bytes(data)
+    shown = " ".join(f"{b:02x}" for b in data[:limit])
+    return shown + (" ..." if len(data) > limit else "") if data else "(empty)"
+
+
+def describe_echo(sent, echoed, reference="what rank 0 sent"):
+    """One line on how the echo compares with what was sent (bytes-like or None)."""
+    sent = bytes(memoryview(sent).cast("B"))
+    if echoed is None:
+        return "nothing (no message to its partner with a matching tag)"
+    try:
+        echoed = bytes(memoryview(echoed).cast("B"))
+    except TypeError:
+        return f"a pickled Python object, {type(echoed).__name__} {echoed!r:.60}"
+    if echoed == sent:
+        return f"{_nbytes_text(len(echoed))}, identical to {reference}"
+    if len(echoed) != len(sent):
+        return (
+            f"{_nbytes_text(len(echoed))} instead of {len(sent)}: {_show_bytes(echoed)} "
+            f"({reference}: {_show_bytes(sent)})"
+        )
+    diff = [j for j, (a, b) in enumerate(zip(sent, echoed)) if a != b]
+    zeros = " (all zeros: a buffer that never received anything?)" if not any(echoed) else ""
+    return (
+        f"{_show_bytes(echoed)}{zeros}: {len(diff)} of {len(sent)} bytes differ from "
+        f"{reference} ({_show_bytes(sent)}), first at byte {diff[0]}"
+    )
 
 
 def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
@@ -482,13 +539,34 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
     must receive and send back exactly what it received; other ranks must not communicate.
     With nonblocking=True, Isend/Irecv are expected and every request must be completed.
     """
-    send_kinds = {"Isend"} if nonblocking else {"Send", "Ssend"}
-    recv_kinds = {"Irecv"} if nonblocking else {"Recv"}
-    api = "Isend/Irecv" if nonblocking else "Send/Recv"
     logs, bufs, payload = trace(fn, size=size, nbytes=nbytes, seed=seed)
     where = (
         f"(with {size} ranks and a {nbytes}-byte message; what each rank did: {_describe(logs)})"
     )
+    return check_trace(logs, bufs, payload, nonblocking=nonblocking, where=where)
+
+
+def diagnose_trace(logs, bufs, payload, nonblocking=None):
+    """None for a correct ping-pong trace (from trace()), else the first problem, in words.
+
+    nonblocking=None guesses the flavour from the calls (Isend/Irecv seen -> non-blocking).
+    """
+    if nonblocking is None:
+        nonblocking = any(op.kind in ("Isend", "Irecv") for log in logs for op in log)
+    try:
+        check_trace(logs, bufs, payload, nonblocking=nonblocking, where="")
+    except AssertionError as exc:
+        return str(exc).strip()
+    return None
+
+
+def check_trace(logs, bufs, payload, nonblocking=False, where=""):
+    """AssertionError (with `where` appended) unless the traced calls are a correct round trip."""
+    send_kinds = {"Isend"} if nonblocking else {"Send", "Ssend"}
+    recv_kinds = {"Irecv"} if nonblocking else {"Recv"}
+    api = "Isend/Irecv" if nonblocking else "Send/Recv"
+    size, nbytes = len(logs), len(payload)
+    assert size >= 2, f"a ping-pong needs at least 2 ranks, the trace has {size}"
     for rank, log in enumerate(logs):
         for op in comm_ops(log):
             if op.kind in ("send", "recv", "ssend", "isend"):
@@ -503,7 +581,8 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
     r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
     if nonblocking:  # rank 0 may post its receive first: a good habit
         assert sorted(op.kind for op in r0) == ["Irecv", "Isend"], (
-            f"rank 0 must post one Isend and one Irecv {where}"
+            f"rank 0 must post one Isend and one Irecv; it called "
+            f"{[op.kind for op in r0] or 'nothing'} {where}"
         )
         if r0[0].kind == "Irecv":
             r0 = [r0[1], r0[0]]
@@ -514,16 +593,20 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
         )
     else:
         assert [op.kind in send_kinds for op in r0] == [True, False], (
-            f"rank 0 must send first and then receive (one {api} each) {where}"
+            f"rank 0 must send first and then receive (one {api} each); it called "
+            f"{[op.kind for op in r0] or 'nothing'} {where}"
         )
     assert [op.kind in recv_kinds for op in r1] == [True, False], (
-        f"rank 1 must receive first and then send the message back {where}"
+        f"rank 1 must receive first and then send the message back (one {api} each); it "
+        f"called {[op.kind for op in r1] or 'nothing'} {where}"
     )
     assert r0[0].peer == 1 and r0[1].peer in (1, ANY_SOURCE), (
-        f"rank 0 must exchange with rank 1 {where}"
+        f"rank 0 must exchange with rank 1; it sent to {r0[0].peer} and received from "
+        f"{r0[1].peer} {where}"
     )
     assert r1[0].peer in (0, ANY_SOURCE) and r1[1].peer == 0, (
-        f"rank 1 must exchange with rank 0 {where}"
+        f"rank 1 must exchange with rank 0; it received from {r1[0].peer} and sent to "
+        f"{r1[1].peer} {where}"
     )
     assert r0[0].nbytes == nbytes, (
         f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
@@ -532,25 +615,39 @@ def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
         f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
     )
     assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, (
-        f"a receive buffer is too small {where}"
+        f"a receive buffer is too small for {_nbytes_text(nbytes)}: rank 0 receives into "
+        f"{r0[1].nbytes}, rank 1 into {r1[0].nbytes} {where}"
     )
     assert _tags_match(r0[0].tag, r1[0].tag), (
-        f"the tags of rank 0's send and rank 1's receive differ {where}"
+        f"the tags of rank 0's send ({r0[0].tag}) and rank 1's receive ({r1[0].tag}) differ: "
+        f"on real MPI that message never matches and both ranks wait forever {where}"
     )
     assert _tags_match(r1[1].tag, r0[1].tag), (
-        f"the tags of rank 1's send and rank 0's receive differ {where}"
+        f"the tags of rank 1's send ({r1[1].tag}) and rank 0's receive ({r0[1].tag}) differ: "
+        f"on real MPI the echo never matches and rank 0 waits forever {where}"
     )
-    assert r0[0].data == payload.tobytes(), f"rank 0 must send the contents of sendbuf {where}"
+    assert r0[0].data == payload.tobytes(), (
+        "rank 0 must send the contents of sendbuf; it sent "
+        f"{describe_echo(payload, r0[0].data, 'the payload in sendbuf')} {where}"
+    )
     assert r1[1].data == payload.tobytes(), (
-        f"rank 1 must send back exactly the bytes it received (the payload is checked) {where}"
+        "rank 1 must send back exactly the bytes it received (the payload is checked); it sent "
+        f"back {describe_echo(payload, r1[1].data)} {where}"
     )
-    assert np.array_equal(bufs[0], payload), f"the echo must arrive in rank 0's recvbuf {where}"
+    assert np.array_equal(bufs[0], payload), (
+        f"the echo must arrive in rank 0's recvbuf; it holds {_show_bytes(bufs[0])} {where}"
+    )
     for rank in range(2, size):
-        assert not comm_ops(logs[rank]), f"rank {rank} must stay idle (no messages) {where}"
+        assert not comm_ops(logs[rank]), (
+            f"rank {rank} must stay idle (no messages); it called {comm_ops(logs[rank])} {where}"
+        )
     if nonblocking:
         for rank in (0, 1):
             waits = sum(1 for op in logs[rank] if op.kind == "Wait")
-            assert waits >= 2, f"rank {rank} must complete (Wait for) both of its requests {where}"
+            assert waits >= 2, (
+                f"rank {rank} must complete (Wait for) both of its requests; it completed "
+                f"{waits} {where}"
+            )
     return True
 
 
@@ -586,18 +683,95 @@ def check_pickle_pingpong(fn, size=3, seed=0):
 
 
 class FakeClock:
-    """A deterministic timer: every call advances by `step` seconds (plus what others add)."""
+    """A deterministic timer: every call advances by `step` seconds (plus what others add).
 
-    def __init__(self, start=100.0, step=1e-6):
+    With `log` (e.g. a FakeComm's log), every reading appends Op("clock") to it, so a test can
+    see when the clock was read relative to the MPI calls.
+    """
+
+    def __init__(self, start=100.0, step=1e-6, log=None):
         self.now, self.step, self.calls = float(start), float(step), 0
+        self.log = log
 
     def __call__(self):
         self.calls += 1
         self.now += self.step
+        if self.log is not None:
+            self.log.append(Op("clock"))
         return self.now
 
     def advance(self, seconds):
         self.now += seconds
+
+
+def timing_fakes(round_trip_s, others=(), size=2):
+    """(comm, pingpong, clock) for testing a time_pingpong on one fake rank.
+
+    Every round trip of `pingpong` appends Op("round trip") to comm.log and advances the clock by
+    round_trip_s; every clock reading appends Op("clock"). `others`: the elapsed times that the
+    other ranks contribute to allreduce.
+    """
+    comm = FakeComm(0, size, others=others)
+    clock = FakeClock(step=0.0, log=comm.log)
+
+    def fake_pingpong(comm_, sendbuf, recvbuf):
+        comm.log.append(Op("round trip"))
+        clock.advance(round_trip_s)
+
+    return comm, fake_pingpong, clock
+
+
+def _sequence(log):
+    """'round trip x7, Barrier, clock, round trip x100, ...': a log, runs compressed."""
+    names = [
+        f"{op.kind}({op.tag})" if op.kind in ("allreduce", "Allreduce") else op.kind for op in log
+    ]
+    parts = []
+    for name in names:
+        if parts and parts[-1][0] == name:
+            parts[-1][1] += 1
+        else:
+            parts.append([name, 1])
+    shown = [n if k == 1 else f"{n} x{k}" for n, k in parts]
+    if len(shown) > 12:
+        shown = [*shown[:10], f"... ({len(shown) - 11} more) ...", shown[-1]]
+    return ", ".join(shown)
+
+
+def check_timing_sequence(log, warmup, reps):
+    """AssertionError unless a traced time_pingpong did: all warm-up round trips, one Barrier,
+    read the clock, the timed round trips (no Barrier among them), read the clock again."""
+    kinds = [op.kind for op in log]
+    where = f"(what time_pingpong did, in order: {_sequence(log)})"
+    trips = [i for i, k in enumerate(kinds) if k == "round trip"]
+    assert len(trips) == warmup + reps, (
+        f"expected {warmup} warm-up + {reps} timed round trips, found {len(trips)} {where}"
+    )
+    barriers = [i for i, k in enumerate(kinds) if k == "Barrier"]
+    assert barriers, f"synchronise the ranks with comm.Barrier() before timing {where}"
+    assert len(barriers) == 1, (
+        f"call comm.Barrier() once, after the warm-up and before the timed loop; found "
+        f"{len(barriers)} Barriers (a Barrier inside the timed loop is timed too) {where}"
+    )
+    b = barriers[0]
+    after = sum(i > b for i in trips[:warmup])
+    assert after == 0, (
+        f"all {warmup} warm-up round trips must come before the Barrier, but {after} came after "
+        f"it {where}"
+    )
+    before = sum(i < b for i in trips[warmup:])
+    assert before == 0, (
+        f"the Barrier must come before every timed round trip, but {before} came before it {where}"
+    )
+    first_timed = trips[warmup] if reps else len(kinds)
+    assert "clock" in kinds[b + 1 : first_timed], (
+        f"start the clock after the Barrier and before the first timed round trip {where}"
+    )
+    last = trips[-1] if trips else b
+    assert "clock" in kinds[last + 1 :], (
+        f"read the clock again after the last timed round trip {where}"
+    )
+    return True
 
 
 # -- student functions on the engines -------------------------------------------------------------
@@ -669,7 +843,7 @@ def _pingpong_on_engine(package, nbytes, iters):
     base = payload.base(nbytes)
     sendbuf = np.zeros(nbytes, np.uint8)
     recvbuf = np.zeros(nbytes, np.uint8)
-    corrupt = 0
+    corrupt, detail = 0, None
     comm.Barrier()
     for i in range(iters):
         if rank == 0:
@@ -678,23 +852,43 @@ def _pingpong_on_engine(package, nbytes, iters):
         fn(comm, sendbuf, recvbuf)
         if rank == 0 and not payload.matches(recvbuf, base, i):
             corrupt += 1
+            if detail is None:  # only on failure: a message-sized temporary is fine here
+                expected = np.empty_like(base)
+                payload.fill(expected, base, i)
+                bad = np.flatnonzero(recvbuf != expected)
+                j = int(bad[0])
+                detail = (
+                    f"in round trip {i + 1}, {bad.size} of {nbytes} bytes differ, the first at "
+                    f"byte {j}: expected {int(expected[j]):#04x}, received {int(recvbuf[j]):#04x}"
+                    + (
+                        " (recvbuf is still all zeros: no echo arrived in it)"
+                        if not recvbuf.any()
+                        else ""
+                    )
+                )
     comm.Barrier()
-    return {"rank": rank, "corrupt": corrupt}
+    return {"rank": rank, "corrupt": corrupt, "detail": detail}
+
+
+def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIMEOUT_S):
+    """Rank 0's report of a learner's Python ping-pong on the engines: corrupt, detail."""
+    results = cluster.run(_pingpong_on_engine, ship(fn), int(nbytes), int(iters), timeout=timeout)
+    return results[0]
 
 
 def pingpong_on_engines(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIMEOUT_S):
     """Run a learner's Python ping-pong on the engines; number of corrupted echoes on rank 0."""
-    results = cluster.run(_pingpong_on_engine, ship(fn), int(nbytes), int(iters), timeout=timeout)
-    return results[0]["corrupt"]
+    return pingpong_on_engines_report(cluster, fn, nbytes, iters, timeout)["corrupt"]
 
 
 def check_pingpong_on_engines(cluster, fn, sizes=(0, 1, 4097, 1 << 20), iters=3):
     """AssertionError unless every echo comes back intact at every size (with a deadline)."""
     for nbytes in sizes:
-        corrupt = pingpong_on_engines(cluster, fn, nbytes, iters)
+        report = pingpong_on_engines_report(cluster, fn, nbytes, iters)
+        corrupt = report["corrupt"]
         assert corrupt == 0, (
-            f"{corrupt} of {iters} echoes of {nbytes} bytes came back different from what "
-            "rank 0 sent"
+            f"{corrupt} of {iters} echoes of {_nbytes_text(nbytes)} came back different from "
+            f"what rank 0 sent; {report.get('detail')}"
         )
     return True
 
@@ -895,7 +1089,10 @@ def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="
     assert _tags_match(r0[0][2], r1[0][2]) and _tags_match(r1[1][2], r0[1][2]), (
         f"tags differ {where}"
     )
-    assert results[0]["corrupt"] == 0, f"the echo came back different from what rank 0 sent {where}"
+    assert results[0]["corrupt"] == 0, (
+        f"{results[0]['corrupt']} of {iters} echoes came back different from what rank 0 sent "
+        f"{where}"
+    )
     return True
 
 
@@ -904,7 +1101,11 @@ def check_c_payload(cluster, lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function
     for nbytes in sizes:
         results = c_pingpong_on_engines(cluster, lib, nbytes, iters, function)
         _raise_for_codes(results, function)
-        assert results[0]["corrupt"] == 0, f"at {nbytes} B the echo differs from what was sent"
+        corrupt = results[0]["corrupt"]
+        assert corrupt == 0, (
+            f"{corrupt} of {iters} echoes of {_nbytes_text(nbytes)} came back different from "
+            "what rank 0 sent"
+        )
     return True
 
 
@@ -958,7 +1159,11 @@ def run_c_with_ranks(
 def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
     results = run_c_with_ranks(lib, nranks, nbytes, function=function)
     _raise_for_codes(results, function)
-    assert results[0]["corrupt"] == 0, f"with {nranks} ranks the echo differs from what was sent"
+    corrupt = results[0]["corrupt"]
+    assert corrupt == 0, (
+        f"with {nranks} ranks, {corrupt} echoes of {_nbytes_text(nbytes)} came back different "
+        "from what rank 0 sent"
+    )
     return True
 
 

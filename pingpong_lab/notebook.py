@@ -96,19 +96,41 @@ def on_every_rank(cluster, fn, timeout=ENGINE_TIMEOUT_S) -> list:
 
 # -- 01: ping-pong -------------------------------------------------------------------------------
 def show_trace(fn, size=4, nbytes=8):
-    """Run fn(comm, sendbuf, recvbuf) on fake ranks and print what each rank did."""
+    """Run fn(comm, sendbuf, recvbuf) on fake ranks, print what each rank did and a diagnosis.
+
+    Rank 1 receives rank 0's payload; rank 0 then receives what rank 1 actually sent back to it
+    (with a matching tag), so a wrong echo, a missing one or a wrong order shows up here.
+    """
     logs, bufs, payload = grading.trace(fn, size=size, nbytes=nbytes)
     for rank, log in enumerate(logs):
         calls = grading.comm_ops(log) or "nothing (idle)"
         print(f"rank {rank}: {calls}")
-    ok = np.array_equal(bufs[0], payload)
-    print("rank 0's recvbuf holds the payload it sent:", ok)
+    sent_back = grading.echo_sent_by(logs[1]) if size > 1 else None
+    sent = next((op.data for op in logs[0] if op.kind in grading._SEND_KINDS), None)
+    print("rank 0 sent:        ", grading.describe_echo(payload, sent, "the payload in sendbuf"))
+    print("rank 1 sent back:   ", grading.describe_echo(payload, sent_back))
+    intact = np.array_equal(bufs[0], payload)
+    print(
+        "rank 0's recvbuf now:",
+        "the payload it sent"
+        if intact
+        else (grading._show_bytes(bufs[0]) + " (not the payload it sent)"),
+    )
+    problem = grading.diagnose_trace(logs, bufs, payload)
+    if problem is None:
+        print(
+            "diagnosis: a correct round trip (rank 1 echoes exactly what rank 0 sent, "
+            "other ranks idle)"
+        )
+    else:
+        print("diagnosis: NOT a correct round trip:", problem)
 
 
 def run_pingpong(cluster, fn, nbytes=1000, iters=3):
     """Run a Python ping-pong on the engines and say whether every echo came back intact."""
-    corrupt = grading.pingpong_on_engines(cluster, fn, nbytes, iters)
-    verdict = "intact" if corrupt == 0 else f"{corrupt} corrupted"
+    report = grading.pingpong_on_engines_report(cluster, fn, nbytes, iters)
+    corrupt = report["corrupt"]
+    verdict = "intact" if corrupt == 0 else f"{corrupt} corrupted ({report.get('detail')})"
     print(f"{iters} round trips of {nbytes} B between ranks 0 and 1: echoes {verdict}")
     return corrupt == 0
 
