@@ -36,6 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .processes import run_group
+
 
 # -- grading mode -----------------------------------------------------------------------------
 def grading_mode() -> bool:
@@ -1134,22 +1136,16 @@ def run_c_with_ranks(
             str(iters),
             out_dir,
         ]
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
         try:
-            _, err = proc.communicate(timeout=timeout)
+            proc = run_group(cmd, timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
             raise AssertionError(
                 f"with {nranks} ranks, {function} did not finish within {timeout:g} s: probably "
                 "a deadlock (do ranks other than 0 and 1 wait for a message that never comes?)"
             ) from None
         results = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("rank*.json"))]
     if proc.returncode != 0 or len(results) != nranks:
-        tail = "\n".join(err.strip().splitlines()[-6:])
+        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
         raise AssertionError(
             f"the {nranks}-rank run of {function} failed (exit {proc.returncode}):\n{tail}"
         )
