@@ -35,34 +35,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _size(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative; sizes are bytes >= 0")
-    return value
+def _number(kind, lowest, what, strictly=False):
+    """An argparse type: parse with `kind`, refuse values below `lowest` with a clear message."""
+
+    def parse(text: str):
+        try:
+            value = kind(text, 0) if kind is int else kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value < lowest or (strictly and value == lowest):
+            sign = "negative" if value < 0 else "out of range"
+            bound = f"greater than {lowest}" if strictly else f"at least {lowest}"
+            raise argparse.ArgumentTypeError(f"{text} is {sign}: it must be {bound}")
+        return value
+
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be positive")
-    return value
+_size = _number(int, 0, "a whole number of bytes")
+_positive_int = _number(int, 1, "a whole number")
+_positive_float = _number(float, 0.0, "a number", strictly=True)
 
 
 def sweep_parser() -> argparse.ArgumentParser:
