@@ -159,8 +159,14 @@ def gather_one_way(comm, samples) -> np.ndarray | None:
     return np.vstack(rows) / 2.0
 
 
-def summary_row(nbytes: int, reps: int, warmup: int, t: np.ndarray, **extra) -> dict:
-    """The tidy CSV row of one message size from its per-iteration one-way times t."""
+def summary_row(
+    nbytes: int, reps: int, warmup: int, t: np.ndarray, *, tick_s: float = 0.0, **extra
+) -> dict:
+    """The tidy CSV row of one message size from its per-iteration one-way times t.
+
+    tick_s is the smallest one-way time difference the clock can resolve; the reported CI
+    half-width is never narrower than it (see ci_half_width).
+    """
     s = stats.summarize(t, n_boot=0)  # the order-statistics CI; bootstrap on demand
     row = {
         "nbytes": int(nbytes),
@@ -175,7 +181,7 @@ def summary_row(nbytes: int, reps: int, warmup: int, t: np.ndarray, **extra) -> 
         "t_p99_s": s.p99,
         "ci_lo_s": s.ci_lo,
         "ci_hi_s": s.ci_hi,
-        "ci_rel_halfwidth": ci_half_width(s),
+        "ci_rel_halfwidth": ci_half_width(s, tick_s),
         "n_outliers": s.n_high_iqr + s.n_low_iqr,
         "bandwidth_Bps": (nbytes / s.median) if s.median > 0 else float("nan"),
     }
@@ -183,11 +189,21 @@ def summary_row(nbytes: int, reps: int, warmup: int, t: np.ndarray, **extra) -> 
     return row
 
 
-def ci_half_width(s) -> float:
-    """Half the median's CI width relative to the median (0.02 means +/- 2%)."""
+def ci_half_width(s, tick_s: float = 0.0) -> float:
+    """Half the median's CI width relative to the median (0.02 means +/- 2%).
+
+    Never less than tick_s / median: when many samples fall on the same clock tick the
+    order-statistics CI can collapse to zero width, but no measurement is more precise than
+    the clock that took it.
+    """
     if not s.median > 0 or math.isnan(s.ci_lo):
         return float("nan")
-    return max(s.median - s.ci_lo, s.ci_hi - s.median) / s.median
+    return max(s.median - s.ci_lo, s.ci_hi - s.median, tick_s) / s.median
+
+
+def one_way_tick(resolution_s: float, batch: int) -> float:
+    """The clock's resolution as seen in one one-way sample: a batched round trip, halved."""
+    return resolution_s / (2.0 * max(1, batch))
 
 
 def measure_size(
@@ -210,7 +226,8 @@ def measure_size(
     Every round's samples are kept. Rank 0 decides whether to stop and broadcasts it, so all
     ranks run the same rounds. On rank 0 returns (row, one_way (ranks x all reps)); else None.
     The row's stop_reason says why it stopped: "ci" (precision reached), "budget" (time ran
-    out first) or "fixed" (reps given, one round).
+    out first) or "fixed" (reps given, one round). Precision is judged with the CI half-width
+    floored at the timer's resolution, so a target finer than the clock runs to the budget.
     """
     start = time.perf_counter()
     planned, batch = plan(
@@ -226,6 +243,7 @@ def measure_size(
     )
     n = reps if reps is not None else planned
     warmup = warmup_for(n)
+    tick = one_way_tick(resolution_s, batch)
     rounds = []
     while True:
         samples = run_agreed(comm, kernel, nbytes, warmup, n, batch=batch, **options)
@@ -234,7 +252,7 @@ def measure_size(
         if comm.Get_rank() == 0:
             rounds.append(one_way)
             s = stats.summarize(stats.max_across_ranks(np.hstack(rounds)), n_boot=0)
-            width = ci_half_width(s)
+            width = ci_half_width(s, tick)
             if reps is not None or rel_ci is None:
                 decision = "fixed"
             elif width <= rel_ci:
@@ -252,6 +270,7 @@ def measure_size(
         everything.shape[1],
         warmup,
         stats.max_across_ranks(everything),
+        tick_s=tick,
         batch=batch,
         rounds=len(rounds),
         stop_reason=decision,
