@@ -1,4 +1,4 @@
-/* Blocking ping-pong: rank 0 sends with MPI_Send, rank 1 echoes with MPI_Recv + MPI_Send.
+/* Blocking ping-pong: rank 0 sends with MPI_Send, rank 1 answers with MPI_Recv + MPI_Send.
  * Ranks above 1 take part only in the synchronising barrier. */
 #include "pp_util.h"
 

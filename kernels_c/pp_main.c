@@ -99,7 +99,7 @@ static int run_size(MPI_Comm comm, const struct pp_options *o, size_t nbytes, in
     if (lowest_rc < 0 || worst_rc > 0) {
         if (rank == 0) {
             fprintf(stderr, "%s at %zu bytes: %s (code %d)\n", PP_TITLE, nbytes,
-                    lowest_rc < 0 ? "kernel error" : "corrupted echo", lowest_rc < 0 ? lowest_rc : worst_rc);
+                    lowest_rc < 0 ? "kernel error" : "corrupted message", lowest_rc < 0 ? lowest_rc : worst_rc);
         }
         free(mine);
         free(worst);

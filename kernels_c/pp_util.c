@@ -6,7 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+/* numpy asks Linux for transparent huge pages on arrays of 4 MiB and more; the C buffers do the
+ * same, so that C and Python kernels (and mpi4py.bench) move data between the same kind of
+ * memory. Huge pages mean fewer TLB misses and fewer pages for MPI to pin per message. */
+#define PP_HUGE_BYTES ((size_t)4 << 20)
+#define PP_HUGE_ALIGN ((size_t)2 << 20)
 
 void pp_report_mpi_error(const char *file, int line, const char *what, int rc)
 {
@@ -18,43 +25,49 @@ void pp_report_mpi_error(const char *file, int line, const char *what, int rc)
     fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, text);
 }
 
-static unsigned char *pp_send_cache = NULL;
-static unsigned char *pp_recv_cache = NULL;
+/* Three reused page-aligned buffers: the payloads of even and of odd iterations, and the
+ * receive buffer. */
+static unsigned char *pp_cache[3] = {NULL, NULL, NULL};
 static size_t pp_cache_bytes = 0;
 
 void pp_free_buffers(void)
 {
-    free(pp_send_cache);
-    free(pp_recv_cache);
-    pp_send_cache = pp_recv_cache = NULL;
+    for (int b = 0; b < 3; b++) {
+        free(pp_cache[b]);
+        pp_cache[b] = NULL;
+    }
     pp_cache_bytes = 0;
 }
 
-int pp_buffers(size_t nbytes, int flags, unsigned char **send_buf, unsigned char **recv_buf)
+int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_buf)
 {
     size_t need = nbytes > 0 ? nbytes : 1;
     if (need > pp_cache_bytes) {
         long page = sysconf(_SC_PAGESIZE);
-        size_t align = page > 0 ? (size_t)page : 4096;
-        void *s = NULL;
-        void *r = NULL;
+        size_t align = need >= PP_HUGE_BYTES ? PP_HUGE_ALIGN : page > 0 ? (size_t)page : 4096;
         pp_free_buffers();
-        if (posix_memalign(&s, align, need) != 0) {
-            return PP_ERR_ALLOC;
+        for (int b = 0; b < 3; b++) {
+            void *p = NULL;
+            if (posix_memalign(&p, align, need) != 0) {
+                pp_free_buffers();
+                return PP_ERR_ALLOC;
+            }
+#ifdef MADV_HUGEPAGE
+            if (need >= PP_HUGE_BYTES) {
+                (void)madvise(p, need, MADV_HUGEPAGE); /* a hint: refused is fine */
+            }
+#endif
+            /* Touch every page now, so that no first-touch page fault lands in a timed loop. */
+            memset(p, 0, need);
+            pp_cache[b] = p;
         }
-        if (posix_memalign(&r, align, need) != 0) {
-            free(s);
-            return PP_ERR_ALLOC;
-        }
-        /* Touch every page now, so that no first-touch page fault lands in a timed loop. */
-        memset(s, 0, need);
-        memset(r, 0, need);
-        pp_send_cache = s;
-        pp_recv_cache = r;
         pp_cache_bytes = need;
     }
-    *send_buf = pp_send_cache;
-    *recv_buf = (flags & PP_SHARED_BUFFER) ? pp_send_cache : pp_recv_cache;
+    pp_fill(pp_cache[0], nbytes, 0);
+    pp_fill(pp_cache[1], nbytes, 1);
+    payload[0] = pp_cache[0];
+    payload[1] = pp_cache[1];
+    *recv_buf = pp_cache[2];
     return 0;
 }
 
@@ -68,16 +81,6 @@ void pp_fill(unsigned char *buf, size_t nbytes, long iter)
     for (size_t j = 0; j < nbytes; j++) {
         buf[j] = pp_pattern(j, iter);
     }
-}
-
-int pp_check(const unsigned char *buf, size_t nbytes, long iter)
-{
-    for (size_t j = 0; j < nbytes; j++) {
-        if (buf[j] != pp_pattern(j, iter)) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 static int pp_chunk(size_t remaining)
@@ -137,33 +140,70 @@ static int pp_irecv_wait(char *p, size_t nbytes, int peer, MPI_Comm comm)
 }
 
 int pp_exchange_nonblocking(const void *send_buf, void *recv_buf, size_t nbytes, int peer,
-                            int send_first, MPI_Comm comm)
+                            MPI_Comm comm)
 {
     int rc;
-    if (!send_first) { /* the echo: the reply can only leave after the message arrived */
-        rc = pp_irecv_wait(recv_buf, nbytes, peer, comm);
-        return rc ? rc : pp_isend_wait(send_buf, nbytes, peer, comm);
-    }
     if (send_buf == recv_buf || nbytes > PP_CHUNK_BYTES) {
         /* A buffer being sent must not be received into: one direction at a time. */
         rc = pp_isend_wait(send_buf, nbytes, peer, comm);
         return rc ? rc : pp_irecv_wait(recv_buf, nbytes, peer, comm);
     }
     MPI_Request reqs[2];
+    MPI_Status statuses[2]; /* not MPI_STATUSES_IGNORE: some GCCs misread it as a 0-byte array */
     PP_MPI_CHECK(MPI_Irecv(recv_buf, (int)nbytes, MPI_BYTE, peer, PP_TAG, comm, &reqs[0]));
     PP_MPI_CHECK(MPI_Isend(send_buf, (int)nbytes, MPI_BYTE, peer, PP_TAG, comm, &reqs[1]));
-    PP_MPI_CHECK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+    PP_MPI_CHECK(MPI_Waitall(2, reqs, statuses));
     return 0;
+}
+
+/* One round trip (or a batch of them) seen from the rank that starts it. */
+static int pp_start(const unsigned char *sbuf, unsigned char *rbuf, size_t nbytes, int peer,
+                    int nonblocking, int batch, MPI_Comm comm)
+{
+    int rc = 0;
+    for (int k = 0; k < batch && !rc; k++) {
+        if (nonblocking) {
+            rc = pp_exchange_nonblocking(sbuf, rbuf, nbytes, peer, comm);
+        } else {
+            rc = pp_send(sbuf, nbytes, peer, comm);
+            rc = rc ? rc : pp_recv(rbuf, nbytes, peer, comm);
+        }
+    }
+    return rc;
+}
+
+/* The same round trips seen from the rank that answers: receive into rbuf, reply from sbuf
+ * (the same buffer in shared mode). `corrupt` flips one byte of the batch's last reply. */
+static int pp_answer(unsigned char *sbuf, unsigned char *rbuf, size_t nbytes, int peer,
+                     int nonblocking, int batch, int corrupt, MPI_Comm comm)
+{
+    int rc = 0;
+    for (int k = 0; k < batch && !rc; k++) {
+        int flip = corrupt && k == batch - 1;
+        rc = nonblocking ? pp_irecv_wait((char *)rbuf, nbytes, peer, comm)
+                         : pp_recv(rbuf, nbytes, peer, comm);
+        if (rc) {
+            break;
+        }
+        if (flip) {
+            sbuf[nbytes / 2] ^= 0xFF;
+        }
+        rc = nonblocking ? pp_isend_wait((const char *)sbuf, nbytes, peer, comm)
+                         : pp_send(sbuf, nbytes, peer, comm);
+        if (flip && sbuf != rbuf) {
+            sbuf[nbytes / 2] ^= 0xFF; /* its own copy of the payload stays intact */
+        }
+    }
+    return rc;
 }
 
 int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nbytes, int warmup,
                  int iters, int flags, double *samples)
 {
-    unsigned char *sbuf = NULL;
+    unsigned char *payload[2] = {NULL, NULL};
     unsigned char *rbuf = NULL;
     int ok = warmup >= 0 && iters >= 0 && (samples != NULL || iters == 0) && flags >= 0;
     int all_ok = 0;
-    int rc = 0;
     int corrupt = 0;
 
     /* Agree before communicating, so that one rank's bad argument or failed allocation is
@@ -172,66 +212,60 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
     if (!all_ok) {
         return PP_ERR_ARGS;
     }
-    ok = peer == MPI_PROC_NULL || pp_buffers(nbytes, flags, &sbuf, &rbuf) == 0;
+    ok = peer == MPI_PROC_NULL || pp_buffers(nbytes, payload, &rbuf) == 0;
     PP_MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
     if (!all_ok) {
         return PP_ERR_ALLOC;
     }
 
     const int batch = PP_BATCH_OF(flags);
+    const int shared = (flags & PP_SHARED_BUFFER) != 0;
+    const int corrupting = (flags & PP_CORRUPT_ECHO) != 0 && nbytes > 0 && !starts;
     for (long i = -(long)warmup; i < iters; i++) {
+        unsigned char *expected = payload[i & 1]; /* the payload changes every iteration */
         if (i == 0) {
             PP_MPI_CHECK(MPI_Barrier(comm)); /* synchronised start of the timed iterations */
         }
+        if (i >= 0) {
+            samples[i] = NAN; /* overwritten below on the rank that times */
+        }
         if (peer == MPI_PROC_NULL) {
-            if (i >= 0) {
-                samples[i] = NAN;
-            }
             continue;
         }
         if (starts) {
-            pp_fill(sbuf, nbytes, i); /* outside the timed region */
-            double t0 = MPI_Wtime();
-            for (int k = 0; k < batch && !rc; k++) {
-                if (nonblocking) {
-                    rc = pp_exchange_nonblocking(sbuf, rbuf, nbytes, peer, 1, comm);
-                } else {
-                    rc = pp_send(sbuf, nbytes, peer, comm);
-                    rc = rc ? rc : pp_recv(rbuf, nbytes, peer, comm);
-                }
+            /* Shared: one buffer is sent and received into, so the payload is copied in. */
+            unsigned char *sbuf = shared ? rbuf : expected;
+            if (shared) {
+                memcpy(rbuf, expected, nbytes); /* outside the timed region */
             }
+            double t0 = MPI_Wtime();
+            int rc = pp_start(sbuf, rbuf, nbytes, peer, nonblocking, batch, comm);
             double t1 = MPI_Wtime();
             if (rc) {
                 return rc;
             }
-            if (!pp_check(rbuf, nbytes, i)) {
-                corrupt++;
+            corrupt += memcmp(rbuf, expected, nbytes) != 0; /* outside the timed region */
+            if (!shared) { /* wait until the answering rank has checked too (see below) */
+                PP_MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, peer, PP_TAG_READY, comm,
+                                      MPI_STATUS_IGNORE));
             }
             if (i >= 0) {
                 samples[i] = (t1 - t0) / batch;
             }
-        } else {
-            for (int k = 0; k < batch; k++) {
-                if (nonblocking) {
-                    rc = pp_irecv_wait((char *)rbuf, nbytes, peer, comm);
-                } else {
-                    rc = pp_recv(rbuf, nbytes, peer, comm);
-                }
-                if (rc) {
-                    return rc;
-                }
-                if ((flags & PP_CORRUPT_ECHO) && nbytes > 0 && k == batch - 1) {
-                    rbuf[nbytes / 2] ^= 0xFF;
-                }
-                rc = nonblocking ? pp_isend_wait((char *)rbuf, nbytes, peer, comm)
-                                 : pp_send(rbuf, nbytes, peer, comm);
-                if (rc) {
-                    return rc;
-                }
-            }
-            if (i >= 0) {
-                samples[i] = NAN;
-            }
+            continue;
+        }
+        /* Answering rank. Separate buffers (OSU): reply from its own copy of the payload, check
+         * what arrived after replying, then send an empty "ready" message: the starter waits
+         * for it before starting its clock again, so this check is never timed. Shared buffer:
+         * send back the very bytes received (the starter checks both directions at once). */
+        int rc = pp_answer(shared ? rbuf : expected, rbuf, nbytes, peer, nonblocking, batch,
+                           corrupting, comm);
+        if (rc) {
+            return rc;
+        }
+        if (!shared) {
+            corrupt += memcmp(rbuf, expected, nbytes) != 0;
+            PP_MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, peer, PP_TAG_READY, comm));
         }
     }
     return corrupt;

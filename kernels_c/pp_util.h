@@ -4,9 +4,17 @@
  *
  *   int kernel(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
  *
- * It returns the number of corrupted echoes seen by this rank (0 when every payload came back
+ * It returns the number of corrupted messages seen by this rank (0 when every payload arrived
  * intact) or a negative PP_ERR_* code. samples[i] receives the round-trip time of timed
  * iteration i in seconds on ranks that start an exchange; other ranks write NaN there.
+ *
+ * Methodology (OSU's): each rank sends from its own page-aligned buffer and receives into
+ * another, all reused. The payload alternates between two patterns held in two buffers, so it
+ * changes every iteration without any writing in the loop; the answering rank replies with the
+ * same payload from its own copy, checks what it received after replying and then sends an
+ * empty "ready" message; the starting rank checks the reply after stopping its clock and waits
+ * for "ready" before starting it again, so no check is ever timed. With PP_SHARED_BUFFER each rank has one buffer for
+ * both directions and the answering rank sends back the very bytes it received.
  * `flags` combines PP_SHARED_BUFFER, PP_CORRUPT_ECHO and PP_FLAGS_BATCH(k).
  */
 #ifndef PP_UTIL_H
@@ -17,7 +25,7 @@
 
 /* Flags (bit mask). */
 #define PP_SHARED_BUFFER 1 /* one buffer for send and receive (Durham style), not OSU's two */
-#define PP_CORRUPT_ECHO 2  /* fault injection: the echoing rank flips one byte every iteration */
+#define PP_CORRUPT_ECHO 2  /* fault injection: the answering rank flips one byte of every reply */
 /* Round trips per timed sample, in bits 8 and up (0 means 1). A sample is then the mean round
  * trip of a block of k back-to-back exchanges: used when one round trip is too short for the
  * timer's resolution. The payload changes from sample to sample and is checked after each. */
@@ -34,6 +42,7 @@
 
 /* Named constants. */
 #define PP_TAG 17               /* message tag used by every kernel */
+#define PP_TAG_READY 18         /* the answering rank's empty "checked, ready" message */
 #define PP_CHUNK_BYTES ((size_t)1 << 30) /* MPI counts are int: longer messages go in pieces */
 
 /* Report a failing MPI call with file and line, and return PP_ERR_MPI from the caller. */
@@ -49,29 +58,29 @@
 void pp_report_mpi_error(const char *file, int line, const char *what, int rc);
 
 /* Page-aligned message buffers, grown on demand and reused across calls (as OSU reuses one
- * allocation for every size): pages are touched once, not once per size. With
- * PP_SHARED_BUFFER, *recv_buf == *send_buf. Returns 0 or PP_ERR_ALLOC. */
-int pp_buffers(size_t nbytes, int flags, unsigned char **send_buf, unsigned char **recv_buf);
+ * allocation for every size): pages are touched once, not once per size. payload[0] and
+ * payload[1] receive the payloads of even and odd iterations (filled on every call). Returns 0
+ * or PP_ERR_ALLOC. */
+int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_buf);
 void pp_free_buffers(void);
 
-/* The payload of iteration `iter`: every byte depends on its position and on the iteration,
- * so a stale, shifted or partial echo never matches. */
+/* The payload pattern `iter`: every byte depends on its position and on the pattern number,
+ * so a stale (last iteration's), shifted or partial message never matches. */
 void pp_fill(unsigned char *buf, size_t nbytes, long iter);
-/* 1 when buf holds exactly the payload of iteration `iter`, else 0. */
-int pp_check(const unsigned char *buf, size_t nbytes, long iter);
 
 /* Blocking and non-blocking transfers of any size_t length (split into int-sized pieces). */
 int pp_send(const void *buf, size_t nbytes, int peer, MPI_Comm comm);
 int pp_recv(void *buf, size_t nbytes, int peer, MPI_Comm comm);
+/* The starting rank's non-blocking exchange: receive posted before the send, both waited for. */
 int pp_exchange_nonblocking(const void *send_buf, void *recv_buf, size_t nbytes, int peer,
-                            int send_first, MPI_Comm comm);
+                            MPI_Comm comm);
 
-/* The round trip between `me` (who starts) and `peer` (who echoes), shared by every kernel.
+/* The round trip between `me` (who starts) and `peer` (who answers), shared by every kernel.
  * `starts` is 1 on the rank that sends first. `nonblocking` selects Isend/Irecv. */
 int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nbytes, int warmup,
                  int iters, int flags, double *samples);
 
-/* Ping-pong between ranks 0 (starts) and 1 (echoes); other ranks idle. */
+/* Ping-pong between ranks 0 (starts) and 1 (answers); other ranks idle. */
 int pp_pingpong_ranks_0_1(MPI_Comm comm, int nonblocking, size_t nbytes, int warmup, int iters,
                           int flags, double *samples);
 

@@ -5,11 +5,11 @@ Every kernel is called on every rank of `comm` at once:
     samples, n_corrupt = kernel(comm, nbytes, warmup, iters, shared_buffer=False, batch=1)
 
 `samples[i]` is the round-trip time of timed iteration i in seconds on ranks that start an
-exchange and NaN on the others (echoing or idle ranks); `n_corrupt` counts echoes that came back
-different from what was sent. With batch=k each sample is the mean round trip of k back-to-back
-exchanges (for round trips too short for the timer); the payload changes from sample to sample.
-Warm-up iterations are not timed, a Barrier starts the timed iterations together, and the
-payload is written before and checked after the timed region.
+exchange and NaN on the others (answering or idle ranks); `n_corrupt` counts the messages this
+rank received that differ from the payload sent. With batch=k each sample is the mean round trip
+of k back-to-back exchanges (for round trips too short for the timer); the payload changes from
+sample to sample. Warm-up iterations are not timed, a Barrier starts the timed iterations
+together, and payloads are checked outside the timed region (see _run_pairs).
 
 - ``blocking``: buffer-mode ``Send``/``Recv`` on byte arrays (no pickling, like C).
 - ``nonblocking``: ``Isend``/``Irecv`` and ``Waitall``.
@@ -25,6 +25,7 @@ from . import payload
 from .errors import KernelError
 
 TAG = 17
+TAG_READY = 18  # the answering rank's empty "checked, ready" message
 _PAGE = 4096
 _cache: dict[str, np.ndarray] = {}
 
@@ -55,109 +56,139 @@ def _check_args(comm, nbytes, warmup, iters, batch=1):
         raise KernelError("a ping-pong needs at least 2 ranks; this communicator has 1")
 
 
-def _exchanges(comm, peer, sbuf, rbuf, nbytes, style, shared_buffer):
-    """(exchange, echo) for a style, with everything bound before the timed loop.
+def _messages(comm, peer, buffers, nbytes, style):
+    """(start, answer) for a style, with everything bound before the timed loop.
 
-    exchange() sends the payload and returns the echo; echo(corrupt) receives one message and
-    sends back exactly what arrived (one byte flipped if corrupt). Message specs, bound
-    methods and positional arguments keep the Python overhead per message small (the same
-    habits as mpi4py.bench).
+    buffers = (even payload, odd payload, receive buffer); functions take the index of the
+    buffer to send. start(k) sends buffers[k] and receives the reply into the receive buffer;
+    answer(k, flip) receives, then replies with buffers[k], one byte flipped if flip (restored
+    afterwards unless it is the receive buffer). Both return what arrived. Pre-built message
+    specs, bound methods and positional arguments keep the Python overhead per message small
+    (the same habits as mpi4py.bench).
     """
     from mpi4py import MPI
 
-    s_msg, r_msg = [sbuf, nbytes, MPI.BYTE], [rbuf, nbytes, MPI.BYTE]
+    rbuf = buffers[2]
+    msgs = [[b, nbytes, MPI.BYTE] for b in buffers]
+    r_msg = msgs[2]
     Send, Recv, Isend, Irecv = comm.Send, comm.Recv, comm.Isend, comm.Irecv
     waitall = MPI.Request.Waitall
 
     if style == "pickle":
+        Send, Recv = comm.send, comm.recv
+        msgs = list(buffers)  # pickled objects, not buffer specs
 
-        def exchange():
-            comm.send(sbuf, peer, TAG)
-            return comm.recv(None, peer, TAG)
+        def start(k):
+            Send(msgs[k], peer, TAG)
+            return Recv(None, peer, TAG)
 
-        def echo(corrupt):
-            msg = comm.recv(None, peer, TAG)
-            if corrupt and nbytes:
-                msg = msg.copy()
-                msg[nbytes // 2] ^= 0xFF
-            comm.send(msg, peer, TAG)
-
-        return exchange, echo
-
-    if style == "nonblocking" and shared_buffer:  # never receive into a buffer being sent
-
-        def exchange():
-            Isend(s_msg, peer, TAG).Wait()
-            Irecv(r_msg, peer, TAG).Wait()
-            return rbuf
+        def receive():
+            msgs[2] = Recv(None, peer, TAG)  # a shared-buffer reply sends this object back
+            return msgs[2]
 
     elif style == "nonblocking":
 
-        def exchange():
-            waitall([Irecv(r_msg, peer, TAG), Isend(s_msg, peer, TAG)])
+        def start(k):
+            if k == 2:  # never receive into a buffer being sent
+                Isend(r_msg, peer, TAG).Wait()
+                Irecv(r_msg, peer, TAG).Wait()
+            else:
+                waitall([Irecv(r_msg, peer, TAG), Isend(msgs[k], peer, TAG)])
             return rbuf
 
-    else:
-
-        def exchange():
-            Send(s_msg, peer, TAG)
-            Recv(r_msg, peer, TAG)
-            return rbuf
-
-    if style == "nonblocking":
-
-        def echo(corrupt):
+        def receive():
             Irecv(r_msg, peer, TAG).Wait()
-            if corrupt and nbytes:
-                rbuf[nbytes // 2] ^= 0xFF
-            Isend(r_msg, peer, TAG).Wait()
+            return rbuf
+
+        def Send(msg, dest, tag):  # noqa: N802 - the reply, non-blocking and waited for
+            Isend(msg, dest, tag).Wait()
 
     else:
 
-        def echo(corrupt):
+        def start(k):
+            Send(msgs[k], peer, TAG)
             Recv(r_msg, peer, TAG)
-            if corrupt and nbytes:
-                rbuf[nbytes // 2] ^= 0xFF
-            Send(r_msg, peer, TAG)
+            return rbuf
 
-    return exchange, echo
+        def receive():
+            Recv(r_msg, peer, TAG)
+            return rbuf
+
+    half = nbytes // 2
+    data = msgs if style == "pickle" else buffers
+
+    def answer(k, flip):
+        got = receive()
+        if not (flip and nbytes):
+            Send(msgs[k], peer, TAG)
+            return got
+        data[k][half] ^= 0xFF  # fault injection: one wrong byte in the reply
+        Send(msgs[k], peer, TAG)
+        if k != 2:
+            data[k][half] ^= 0xFF  # its own copy of the payload stays intact
+        return got
+
+    return start, answer
 
 
 def _run_pairs(
     comm, peer, starts, nbytes, warmup, iters, shared_buffer, corrupt_echo, style, batch=1
 ):
+    """The round trips of one rank, as in kernels_c/pp_util.c (OSU's methodology).
+
+    The payload alternates between two patterns held in two buffers, so it changes every
+    iteration without writing in the loop. The starting rank sends one of them and checks the
+    reply after stopping its clock; the answering rank replies from its own copy of the same
+    payload, checks what it received after replying and sends an empty "ready" message, which
+    the starter waits for before starting its clock again: no check is ever timed. With
+    shared_buffer each rank has one buffer for both directions and the answering rank sends
+    back the very bytes it received.
+    """
     from mpi4py import MPI
 
     samples = np.full(iters, np.nan)
     if peer is None:  # idle rank: joins only the synchronised start
         comm.Barrier()
         return samples, 0
-    sbuf = _aligned("send", nbytes)
-    rbuf = sbuf if shared_buffer else _aligned("recv", nbytes)
-    exchange, echo = _exchanges(comm, peer, sbuf, rbuf, nbytes, style, shared_buffer)
+    base = payload.base(nbytes)
+    buffers = (_aligned("even", nbytes), _aligned("odd", nbytes), _aligned("recv", nbytes))
+    payload.fill(buffers[0], base, 0)
+    payload.fill(buffers[1], base, 1)
+    rbuf = buffers[2]
+    start, answer = _messages(comm, peer, buffers, nbytes, style)
+    ready = [buffers[2], 0, MPI.BYTE]  # an empty message
     more = range(batch - 1)  # empty for one round trip per sample
     corrupt = 0
     if not starts:
         for i in range(-warmup, iters):
             if i == 0:
                 comm.Barrier()
+            k = 2 if shared_buffer else i & 1
             for _ in more:
-                echo(False)
-            echo(corrupt_echo)
-        return samples, 0
-    base = payload.base(nbytes)
+                answer(k, False)
+            got = answer(k, corrupt_echo)
+            if not shared_buffer:
+                corrupt += not payload.equal(got, buffers[k])  # after replying, then:
+                comm.Send(ready, peer, TAG_READY)  # the starter may start its clock again
+        return samples, corrupt
     wtime = MPI.Wtime
     for i in range(-warmup, iters):
         if i == 0:
             comm.Barrier()  # synchronised start of the timed iterations
-        payload.fill(sbuf, base, i)  # outside the timed region
+        expected = buffers[i & 1]
+        k = i & 1
+        if shared_buffer:
+            np.copyto(rbuf, expected)  # outside the timed region
+            k = 2
         t0 = wtime()
-        echoed = exchange()
         for _ in more:
-            echoed = exchange()
+            start(k)
+        got = start(k)
         t1 = wtime()
-        if not payload.matches(echoed, base, i):
+        if not payload.equal(got, expected):  # outside the timed region
             corrupt += 1
+        if not shared_buffer:  # the answering rank has checked its message too
+            comm.Recv(ready, peer, TAG_READY)
         if i >= 0:
             samples[i] = (t1 - t0) / batch
     return samples, corrupt

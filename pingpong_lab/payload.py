@@ -52,3 +52,20 @@ def matches(buf: np.ndarray, base_bytes: np.ndarray, iteration: int) -> bool:
         if not np.array_equal(buf[start:stop], expected):
             return False
     return True
+
+
+def equal(got, expected: np.ndarray) -> bool:
+    """True when got holds exactly the bytes of expected, compared piece by piece.
+
+    Comparing in cache-sized pieces allocates nothing message-sized (np.array_equal on a
+    64 MiB message would build a 64 MiB temporary on every check).
+    """
+    got = np.asarray(got)
+    if got.shape != expected.shape:
+        return False
+    n = expected.size
+    if n <= _CHUNK:
+        return bool(np.array_equal(got, expected))
+    return all(
+        np.array_equal(got[i : i + _CHUNK], expected[i : i + _CHUNK]) for i in range(0, n, _CHUNK)
+    )

@@ -49,13 +49,24 @@ def test_a_64_mib_message_is_echoed_intact(cluster2, kind):
     assert results[0][1] == 0 and np.all(results[0][0] > 0)
 
 
-@pytest.mark.parametrize("kind", ["c", "python"])
-def test_one_shared_buffer_option_also_echoes_intact(cluster2, kind):
-    for mode in ("blocking", "nonblocking"):
+@pytest.mark.parametrize("kind,mode", [k for k in KERNELS if k[1] != "pairwise"])
+def test_one_shared_buffer_option_also_echoes_intact_and_catches_a_corrupted_echo(
+    cluster2, kind, mode
+):
+    for corrupt, expected in ((False, 0), (True, 7)):
         results = cluster2.run(
-            measure.run_kernel, kind, mode, 65536, 2, 5, shared_buffer=True, timeout=60
+            measure.run_kernel,
+            kind,
+            mode,
+            65536,
+            2,
+            5,
+            shared_buffer=True,
+            corrupt_echo=corrupt,
+            timeout=60,
         )
-        assert results[0][1] == 0
+        assert results[0][1] == expected
+        assert results[1][1] == 0  # the echoing rank sends back what it got: nothing to check
 
 
 @pytest.mark.parametrize("kind,mode", KERNELS)
