@@ -27,7 +27,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup kernels lab test lint release autograde solutions check-course report bench clean
+.PHONY: setup kernels lab test lint release autograde solutions check-course report bench bench-peers clean
 
 setup: $(STAMP) kernels
 
@@ -71,8 +71,21 @@ check-course: setup
 report: setup
 	$(PY) -m pingpong_lab.report --np $(NP) --out report
 
-bench: setup
+bench: setup bench-peers
 	$(PY) -m pingpong_lab.bench --np $(NP) --out bench-results
+
+# NetPIPE (Debian's MPI and TCP builds) and Debian's MPICH headers, to compare our C kernel with
+# NetPIPE on the same MPI. Only `make bench` needs them; without root or apt-get the bench's
+# netpipe rows say "not measured" and why.
+NETPIPE_PKGS = netpipe-tcp netpipe-mpich2 libmpich-dev
+bench-peers:
+	@if command -v NPtcp >/dev/null && command -v NPmpich2 >/dev/null \
+	    && command -v mpicc.mpich >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends $(NETPIPE_PKGS) >/dev/null; } \
+	  || echo "NetPIPE could not be installed: the bench reports it as not measured"; \
+	else echo "NetPIPE not installed (needs root: apt-get install $(NETPIPE_PKGS))"; fi
 
 clean:
 	$(MAKE) -C kernels_c clean

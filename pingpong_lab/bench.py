@@ -24,6 +24,7 @@ no process behind (engines and mpiexec jobs are stopped, also on errors and Ctrl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as _dt
 import importlib
@@ -31,7 +32,9 @@ import importlib.util
 import io
 import json
 import math
+import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import measure, mpi_env, results, stats
+from . import measure, mpi_env, netpipe, results, stats
 from .ckernels import DEFAULT_LIBRARY, KERNELS_DIR
 from .hardware import HW_FLOOR, parse_hw_floor
 from .processes import run_group
@@ -127,50 +130,43 @@ def python_vs_mpi4py_bench(sizes, quick=False):
         args = ["-m", str(nbytes), "-n", str(nbytes), "-s", str(warmup), "-l", str(iters)]
         args += ["--large-size", str(1 << 40), "--huge-size", str(1 << 40)]
         theirs = mpi4py_bench.pingpong(comm, args, verbose=False)
-        written = _lean_reference(comm, int(nbytes), warmup, iters)
+        with _written_numpy_empty():
+            written = mpi4py_bench.pingpong(comm, args, verbose=False)
         if comm.Get_rank() == 0:
             t = stats.max_across_ranks(one_way)
             out[int(nbytes)] = {
                 "ours_mean_s": float(np.nanmean(t)),
                 "ours_median_s": float(np.nanmedian(t)),
                 "bench_mean_s": float(theirs[0][1]),
-                "bench_written_mean_s": written,
+                "bench_written_mean_s": float(written[0][1]),
                 "warmup": warmup,
                 "iters": iters,
             }
     return out if comm.Get_rank() == 0 else None
 
 
-def _lean_reference(comm, nbytes, warmup, iters):
-    """Rank 0's mean half round trip from the leanest possible mpi4py loop, on real data.
+@contextlib.contextmanager
+def _written_numpy_empty():
+    """numpy.empty that returns written memory, for the duration of the block.
 
-    The same statistic as mpi4py.bench (no payload check, one timer pair per round trip), but
-    both buffers hold data: mpi4py.bench sends from numpy.empty() buffers that are never
-    written, and the pages of a large fresh buffer all map the kernel's one zero page, so its
-    sender reads a single cached page and large messages look faster than real data can be.
-    Ranks above 1 only join the barrier. Returns NaN on ranks other than 0.
+    mpi4py.bench allocates its messages with numpy.empty() and never writes them. The pages of
+    a large fresh allocation all map the kernel's one zero page until written, so its sender
+    reads one cached 4 KiB page again and again and large messages look faster than real data
+    can be. Inside this block the same mpi4py.bench code runs on buffers written once before
+    timing, as OSU's set-up does.
     """
-    from mpi4py import MPI
+    original = np.empty
 
-    rank = comm.Get_rank()
-    if rank > 1:
-        comm.Barrier()
-        return float("nan")
-    outgoing = np.full(nbytes, 0x5A, dtype=np.uint8)
-    incoming = np.full(nbytes, 0xA5, dtype=np.uint8)
-    out_msg, in_msg = [outgoing, nbytes, MPI.BYTE], [incoming, nbytes, MPI.BYTE]
-    peer, clock = 1 - rank, MPI.Wtime
-    first, second = (comm.Send, comm.Recv) if rank == 0 else (comm.Recv, comm.Send)
-    first_msg, second_msg = (out_msg, in_msg) if rank == 0 else (in_msg, out_msg)
-    spent = 0.0
-    comm.Barrier()
-    for i in range(warmup + iters):
-        t = clock()
-        first(first_msg, peer, 0)
-        second(second_msg, peer, 0)
-        if i >= warmup:
-            spent += clock() - t
-    return spent / max(iters, 1) / 2 if rank == 0 else float("nan")
+    def written(shape, dtype=float, *args, **kwargs):
+        out = original(shape, dtype, *args, **kwargs)
+        out.fill(0x5A)
+        return out
+
+    np.empty = written
+    try:
+        yield
+    finally:
+        np.empty = original
 
 
 def _job_main(spec_json: str) -> int:
@@ -309,6 +305,7 @@ class Bench:
                 t0 = time.perf_counter()
                 cluster.stop()
                 self.raw["cluster_stop_s"] = time.perf_counter() - t0
+        self._netpipe()
         self._full_sweep()
         self._analyse(have_pp, have_floor)
         self.raw["total_s"] = time.perf_counter() - t_start
@@ -351,6 +348,47 @@ class Bench:
             f" us ({time.perf_counter() - t0:.1f} s)"
         )
         return rec
+
+    def _netpipe(self):
+        """NetPIPE (Debian's builds) as peers, once: MPI vs our C kernel on the same MPI, TCP
+        vs our C kernel over TCP. Missing tools leave a reason instead of numbers."""
+        from .cli import TRANSPORTS
+
+        hi = 64 * KIB if self.quick else LAUNCH_SIZES[-1]
+        iters = "200" if self.quick else "1000"
+        rec: dict = {"max_bytes": hi}
+        self.raw["netpipe"] = rec
+        for kind in ("mpi", "tcp"):
+            why = netpipe.missing(kind)
+            if why:
+                rec[kind] = {"missing": why}
+                continue
+            _log(f"NetPIPE {kind} (Debian's build) up to {hi} B")
+            try:
+                peer = netpipe.run_mpi if kind == "mpi" else netpipe.run_tcp
+                rec[kind] = {"netpipe": peer(hi, self.out / f"netpipe_{kind}.out")}
+                if kind == "mpi":  # our C kernel built against the same (Debian's) MPICH
+                    exe = self._debian_pp_blocking()
+                    cmd = [shutil.which(netpipe.DEBIAN_MPIEXEC), "-n", "2", str(exe)]
+                    rec[kind]["mpi_version"] = netpipe.debian_mpich_version()
+                    env = None
+                else:  # our C kernel over TCP loopback, the pip MPICH forced off shared memory
+                    cmd = [mpi_env.mpiexec(), "-n", "2", str(PP_BLOCKING)]
+                    env = {**os.environ, **TRANSPORTS["tcp"]}
+                cmd += ["-m", f"8:{hi}", "-i", iters, "-x", "50"]
+                rec[kind]["ours"] = parse_pp_table(_run(cmd, env=env).stdout)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                rec[kind] = {"missing": f"failed: {exc}"}
+
+    def _debian_pp_blocking(self) -> Path:
+        """pp_blocking compiled with Debian's mpicc (the MPI that NetPIPE's build uses)."""
+        build = (self.out / "build-debian-mpich").resolve()
+        mpicc = shutil.which(netpipe.DEBIAN_MPICC)
+        if mpicc is None:
+            raise RuntimeError(f"{netpipe.DEBIAN_MPICC} not installed (Debian: libmpich-dev)")
+        target = build / "pp_blocking"
+        _run(["make", "-s", "-C", str(KERNELS_DIR), f"MPICC={mpicc}", f"BUILD={build}", target])
+        return target
 
     def _full_sweep(self):
         lo, hi = QUICK_SWEEP if self.quick else FULL_SWEEP
@@ -470,16 +508,16 @@ class Bench:
             b = _median(r["py"][n]["ours_mean_s"] for r in rounds)
             self.row(
                 "mpi4py.bench",
-                "vs lean loop on written buffers",
+                "vs mpi4py.bench on written buffers",
                 n,
-                "lean mpi4py loop, real data",
+                "mpi4py.bench pingpong, buffers written",
                 a,
                 "pingpong_lab Python kernel",
                 b,
                 us,
                 "within 10 %",
                 tolerance=0.10,
-                note="fair at large sizes: no zero-page send buffer",
+                note="the fair peer: its own code, no zero-page send buffer",
             )
         # Python overhead (for the record)
         n8 = min(self.py_sizes, key=lambda s: abs(s - 8))
@@ -529,6 +567,7 @@ class Bench:
             self.not_measured(
                 "hw-floor", "MPI / hardware floor", f"{HW_FLOOR} not built (make kernels)"
             )
+        self._netpipe_rows()
         # course costs
         self.row(
             "course-cost",
@@ -556,6 +595,52 @@ class Bench:
             note=self._sweep_note(),
         )
         self._course_costs()
+
+    def _netpipe_rows(self):
+        rec = self.raw.get("netpipe", {})
+        labels = {
+            "mpi": ("C kernel vs NetPIPE, same MPI", "NPmpich2", "our C kernel, same MPI"),
+            "tcp": ("C kernel over TCP vs NetPIPE TCP", "NPtcp (no MPI)", "our C kernel, MPI TCP"),
+        }
+        for kind, (metric, a_label, b_label) in labels.items():
+            got = rec.get(kind, {"missing": "not run"})
+            if "missing" in got:
+                self.not_measured("netpipe", metric, got["missing"])
+                continue
+            version = got.get("mpi_version", "")
+            for n in LAUNCH_SIZES:
+                if n > rec["max_bytes"]:
+                    continue
+                a = got["netpipe"].get(n, math.nan)
+                b = got["ours"].get(n, {}).get("avg_s", math.nan)
+                which = f"Debian MPICH {version}" if kind == "mpi" else "pip MPICH over TCP"
+                self.row(
+                    "netpipe",
+                    metric,
+                    n,
+                    a_label,
+                    a,
+                    b_label,
+                    b,
+                    "s",
+                    note=f"{which}; NetPIPE: best of its trials, ours: mean",
+                )
+            if kind == "mpi":  # what the MPI build alone changes, same C kernel
+                for n in LAUNCH_SIZES:
+                    pip = _median(self._series("mpiexec_c", n, "t_mean_s"))
+                    deb = got["ours"].get(n, {}).get("avg_s", math.nan)
+                    if n <= rec["max_bytes"]:
+                        self.row(
+                            "netpipe",
+                            "same C kernel: pip MPICH vs Debian MPICH",
+                            n,
+                            f"Debian MPICH {version}",
+                            deb,
+                            "pip wheel MPICH",
+                            pip,
+                            "s",
+                            note="one-way means; the MPI build, not the kernel, differs",
+                        )
 
     def _course_costs(self):
         """Grading one submission and executing every notebook (grading mode): real nbgrader."""
