@@ -57,8 +57,10 @@
 
 void pp_report_mpi_error(const char *file, int line, const char *what, int rc);
 
-/* Page-aligned message buffers, grown on demand and reused across calls (as OSU reuses one
- * allocation for every size): pages are touched once, not once per size. payload[0] and
+/* Page-aligned message buffers of exactly nbytes, reused across calls for the same size (all
+ * the rounds of one size) and reallocated when the size changes, so the kind of memory (huge
+ * pages from 4 MiB, as numpy) depends on the size only. Pages are touched on allocation, never
+ * in a timed loop. payload[0] and
  * payload[1] receive the payloads of even and odd iterations (filled on every call). Returns 0
  * or PP_ERR_ALLOC. */
 int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_buf);

@@ -31,14 +31,21 @@ _cache: dict[str, np.ndarray] = {}
 
 
 def _aligned(name: str, nbytes: int) -> np.ndarray:
-    """A reused page-aligned byte buffer of at least nbytes (grown on demand, touched once)."""
+    """A page-aligned byte buffer of exactly nbytes, reused while the size stays the same.
+
+    A new size gets a new allocation (as in kernels_c and mpi4py.bench), so the kind of memory
+    (numpy asks for huge pages from 4 MiB) depends on the size, never on what ran before.
+    Every page is written here, so no first-touch page fault lands in a timed loop.
+    """
     buf = _cache.get(name)
-    if buf is None or buf.size < nbytes:
-        raw = np.zeros(max(nbytes, 1) + _PAGE, dtype=np.uint8)
+    if buf is None or buf.size != nbytes:
+        _cache.pop(name, None)  # free the old one first: no two big buffers at once
+        raw = np.empty(max(nbytes, 1) + _PAGE, dtype=np.uint8)
+        raw.fill(0)
         offset = (-raw.ctypes.data) % _PAGE
-        buf = raw[offset : offset + max(nbytes, 1)]
+        buf = raw[offset : offset + nbytes]
         _cache[name] = buf
-    return buf[:nbytes]
+    return buf
 
 
 def free_buffers() -> None:

@@ -274,8 +274,13 @@ def reference_time(cluster, nbytes, reps=200, timeout=ENGINE_TIMEOUT_S) -> float
     return cluster.run(_reference_time_on_engine, int(nbytes), int(reps), timeout=timeout)[0]
 
 
-def kernel_sweep(cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=300):
-    """pingpong_lab.measure.sweep on the engines; rank 0's rows (one-way times)."""
+def kernel_sweep(
+    cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=300, shared_buffer=False
+):
+    """pingpong_lab.measure.sweep on the engines; rank 0's rows (one-way times).
+
+    shared_buffer=True: one buffer per rank, the answering rank echoes the received bytes.
+    """
     from . import measure
 
     rows, _ = cluster.run(
@@ -285,6 +290,7 @@ def kernel_sweep(cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=3
         [int(s) for s in sizes],
         reps=reps,
         target_s=target_s,
+        shared_buffer=shared_buffer,
         timeout=timeout,
     )[0]
     return rows
