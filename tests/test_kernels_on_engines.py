@@ -78,6 +78,36 @@ def test_a_corrupting_echo_is_counted_on_every_iteration(cluster4, kind, mode):
         assert results[rank][1] == 10, "every warm-up and timed echo was corrupted"
 
 
+def _stale_requests_to(kind):
+    """Rank 0 follows the kernels' protocol but always sends pattern 1 (a stale payload)."""
+    from mpi4py import MPI
+
+    from pingpong_lab import kernels, payload
+
+    comm = MPI.COMM_WORLD
+    if comm.Get_rank() == 1:
+        return measure.get_kernel(kind, "blocking")(comm, 1000, 0, 3)[1]
+    if comm.Get_rank() == 0:
+        stale, reply = np.empty(1000, np.uint8), np.empty(1000, np.uint8)
+        payload.fill(stale, payload.base(1000), 1)
+        if kind == "c":  # the C kernel first agrees on its arguments and its buffers
+            ok, agreed = np.ones(1, np.intc), np.zeros(1, np.intc)
+            comm.Allreduce(ok, agreed, op=MPI.MIN)
+            comm.Allreduce(ok, agreed, op=MPI.MIN)
+        comm.Barrier()  # the kernels' synchronised start (no warm-up)
+        for _ in range(3):
+            comm.Send(stale, 1, kernels.TAG)
+            comm.Recv(reply, 1, kernels.TAG)
+            comm.Recv([reply, 0, MPI.BYTE], 1, kernels.TAG_READY)
+    return None
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_the_answering_rank_checks_every_request_it_gets(cluster2, kind):
+    # iterations 0 and 2 expect pattern 0: the answering rank counts both stale requests
+    assert cluster2.run(_stale_requests_to, kind, timeout=60)[1] == 2
+
+
 def _agreed_corrupt_run():
     from mpi4py import MPI
 
