@@ -25,21 +25,20 @@ void pp_report_mpi_error(const char *file, int line, const char *what, int rc)
     fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, text);
 }
 
-/* Three reused page-aligned buffers: the payloads of even and of odd iterations, and the
- * receive buffer. */
-static unsigned char *pp_cache[3] = {NULL, NULL, NULL};
+/* Two reused page-aligned buffers: send and receive (one buffer with PP_SHARED_BUFFER). */
+static unsigned char *pp_cache[2] = {NULL, NULL};
 static size_t pp_cache_bytes = 0;
 
 void pp_free_buffers(void)
 {
-    for (int b = 0; b < 3; b++) {
+    for (int b = 0; b < 2; b++) {
         free(pp_cache[b]);
         pp_cache[b] = NULL;
     }
     pp_cache_bytes = 0;
 }
 
-int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_buf)
+int pp_buffers(size_t nbytes, int flags, unsigned char **send_buf, unsigned char **recv_buf)
 {
     size_t need = nbytes > 0 ? nbytes : 1;
     /* Exactly the size asked for, as mpi4py.bench allocates: a 1 MiB message must not sit in
@@ -49,7 +48,7 @@ int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_bu
         long page = sysconf(_SC_PAGESIZE);
         size_t align = need >= PP_HUGE_BYTES ? PP_HUGE_ALIGN : page > 0 ? (size_t)page : 4096;
         pp_free_buffers();
-        for (int b = 0; b < 3; b++) {
+        for (int b = 0; b < 2; b++) {
             void *p = NULL;
             if (posix_memalign(&p, align, need) != 0) {
                 pp_free_buffers();
@@ -66,11 +65,9 @@ int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_bu
         }
         pp_cache_bytes = need;
     }
-    pp_fill(pp_cache[0], nbytes, 0);
-    pp_fill(pp_cache[1], nbytes, 1);
-    payload[0] = pp_cache[0];
-    payload[1] = pp_cache[1];
-    *recv_buf = pp_cache[2];
+    *send_buf = pp_cache[0];
+    *recv_buf = (flags & PP_SHARED_BUFFER) ? pp_cache[0] : pp_cache[1];
+    pp_fill(*send_buf, nbytes, 0); /* the body of every payload, written once per call */
     return 0;
 }
 
@@ -84,6 +81,55 @@ void pp_fill(unsigned char *buf, size_t nbytes, long iter)
     for (size_t j = 0; j < nbytes; j++) {
         buf[j] = pp_pattern(j, iter);
     }
+}
+
+/* The first and last byte positions of the stamp at the end of a message of nbytes. */
+static size_t pp_tail(size_t nbytes)
+{
+    return nbytes > PP_STAMP_BYTES ? nbytes - PP_STAMP_BYTES : 0;
+}
+
+void pp_stamp(unsigned char *buf, size_t nbytes, long iter)
+{
+    for (size_t j = 0; j < nbytes && j < PP_STAMP_BYTES; j++) {
+        buf[j] = pp_pattern(j, iter);
+    }
+    for (size_t j = pp_tail(nbytes); j < nbytes; j++) {
+        buf[j] = pp_pattern(j, iter);
+    }
+}
+
+/* Two periods of the body's pattern: any window of up to one period is contiguous here. */
+static unsigned char pp_period[2 * PP_PERIOD_BYTES];
+static int pp_period_ready = 0;
+
+int pp_stamped_ok(const unsigned char *buf, size_t nbytes, long iter)
+{
+    size_t head = nbytes < PP_STAMP_BYTES ? nbytes : PP_STAMP_BYTES;
+    size_t tail = pp_tail(nbytes);
+    for (size_t j = 0; j < head; j++) {
+        if (buf[j] != pp_pattern(j, iter)) {
+            return 0;
+        }
+    }
+    for (size_t j = tail; j < nbytes; j++) {
+        if (buf[j] != pp_pattern(j, iter)) {
+            return 0;
+        }
+    }
+    if (!pp_period_ready) {
+        pp_fill(pp_period, sizeof pp_period, 0);
+        pp_period_ready = 1;
+    }
+    /* The body against the pattern's period: the message is read once, nothing else. */
+    for (size_t j = head; j < tail;) {
+        size_t len = tail - j < PP_PERIOD_BYTES ? tail - j : PP_PERIOD_BYTES;
+        if (memcmp(buf + j, pp_period + j % PP_PERIOD_BYTES, len) != 0) {
+            return 0;
+        }
+        j += len;
+    }
+    return 1;
 }
 
 static int pp_chunk(size_t remaining)
@@ -203,7 +249,7 @@ static int pp_answer(unsigned char *sbuf, unsigned char *rbuf, size_t nbytes, in
 int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nbytes, int warmup,
                  int iters, int flags, double *samples)
 {
-    unsigned char *payload[2] = {NULL, NULL};
+    unsigned char *sbuf = NULL;
     unsigned char *rbuf = NULL;
     int ok = warmup >= 0 && iters >= 0 && (samples != NULL || iters == 0) && flags >= 0;
     int all_ok = 0;
@@ -215,7 +261,7 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
     if (!all_ok) {
         return PP_ERR_ARGS;
     }
-    ok = peer == MPI_PROC_NULL || pp_buffers(nbytes, payload, &rbuf) == 0;
+    ok = peer == MPI_PROC_NULL || pp_buffers(nbytes, flags, &sbuf, &rbuf) == 0;
     PP_MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
     if (!all_ok) {
         return PP_ERR_ALLOC;
@@ -224,8 +270,10 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
     const int batch = PP_BATCH_OF(flags);
     const int shared = (flags & PP_SHARED_BUFFER) != 0;
     const int corrupting = (flags & PP_CORRUPT_ECHO) != 0 && nbytes > 0 && !starts;
+    if (peer != MPI_PROC_NULL && !starts) {
+        pp_stamp(sbuf, nbytes, -(long)warmup); /* the first reply */
+    }
     for (long i = -(long)warmup; i < iters; i++) {
-        unsigned char *expected = payload[i & 1]; /* the payload changes every iteration */
         if (i == 0) {
             PP_MPI_CHECK(MPI_Barrier(comm)); /* synchronised start of the timed iterations */
         }
@@ -236,18 +284,19 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
             continue;
         }
         if (starts) {
-            /* Shared: one buffer is sent and received into, so the payload is copied in. */
-            unsigned char *sbuf = shared ? rbuf : expected;
-            if (shared) {
-                memcpy(rbuf, expected, nbytes); /* outside the timed region */
-            }
+            pp_stamp(sbuf, nbytes, i); /* outside the timed region: 16 bytes */
             double t0 = MPI_Wtime();
             int rc = pp_start(sbuf, rbuf, nbytes, peer, nonblocking, batch, comm);
             double t1 = MPI_Wtime();
             if (rc) {
                 return rc;
             }
-            corrupt += memcmp(rbuf, expected, nbytes) != 0; /* outside the timed region */
+            if (!pp_stamped_ok(rbuf, nbytes, i)) { /* outside the timed region */
+                corrupt++;
+                if (shared) { /* the corrupted reply is the next message's body: rewrite it */
+                    pp_fill(sbuf, nbytes, 0);
+                }
+            }
             if (!shared) { /* wait until the answering rank has checked too (see below) */
                 PP_MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, peer, PP_TAG_READY, comm,
                                       MPI_STATUS_IGNORE));
@@ -257,17 +306,18 @@ int pp_run_pairs(MPI_Comm comm, int peer, int starts, int nonblocking, size_t nb
             }
             continue;
         }
-        /* Answering rank. Separate buffers (OSU): reply from its own copy of the payload, check
-         * what arrived after replying, then send an empty "ready" message: the starter waits
-         * for it before starting its clock again, so this check is never timed. Shared buffer:
+        /* Answering rank. Separate buffers (OSU): reply from its own buffer, then check what
+         * arrived, stamp the next reply and send an empty "ready" message: the starter waits
+         * for it before starting its clock again, so none of this is timed. Shared buffer:
          * send back the very bytes received (the starter checks both directions at once). */
-        int rc = pp_answer(shared ? rbuf : expected, rbuf, nbytes, peer, nonblocking, batch,
+        int rc = pp_answer(shared ? rbuf : sbuf, rbuf, nbytes, peer, nonblocking, batch,
                            corrupting, comm);
         if (rc) {
             return rc;
         }
         if (!shared) {
-            corrupt += memcmp(rbuf, expected, nbytes) != 0;
+            corrupt += !pp_stamped_ok(rbuf, nbytes, i);
+            pp_stamp(sbuf, nbytes, i + 1);
             PP_MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, peer, PP_TAG_READY, comm));
         }
     }

@@ -8,14 +8,14 @@
  * intact) or a negative PP_ERR_* code. samples[i] receives the round-trip time of timed
  * iteration i in seconds on ranks that start an exchange; other ranks write NaN there.
  *
- * Methodology (OSU's): each rank sends from its own page-aligned buffer and receives into
- * another, all reused. The payload alternates between two patterns held in two buffers, so it
- * changes every iteration without any writing in the loop; the answering rank replies with the
- * same payload from its own copy, checks what it received after replying and then sends an
- * empty "ready" message; the starting rank checks the reply after stopping its clock and waits
- * for "ready" before starting it again, so no check is ever timed. With PP_SHARED_BUFFER each rank has one buffer for
- * both directions and the answering rank sends back the very bytes it received.
- * `flags` combines PP_SHARED_BUFFER, PP_CORRUPT_ECHO and PP_FLAGS_BATCH(k).
+ * Methodology (OSU's, with a payload check): each rank sends from its own page-aligned buffer
+ * and receives into another, both reused. The payload's body is written once; only its first
+ * and last PP_STAMP_BYTES change from iteration to iteration, so the loop writes 16 bytes and
+ * the send buffer stays clean in the caches. The starting rank checks each reply after stopping
+ * its clock; the answering rank replies from its own buffer, then checks what it received,
+ * stamps its next reply and sends an empty "ready" message, which the starter waits for before
+ * starting its clock again: no check is ever timed. With PP_SHARED_BUFFER each rank has one
+ * buffer for both directions and the answering rank sends back the very bytes it received.
  */
 #ifndef PP_UTIL_H
 #define PP_UTIL_H
@@ -44,6 +44,8 @@
 #define PP_TAG 17               /* message tag used by every kernel */
 #define PP_TAG_READY 18         /* the answering rank's empty "checked, ready" message */
 #define PP_CHUNK_BYTES ((size_t)1 << 30) /* MPI counts are int: longer messages go in pieces */
+#define PP_STAMP_BYTES ((size_t)8)       /* bytes at each end of a payload that carry the iteration */
+#define PP_PERIOD_BYTES ((size_t)1 << 16) /* the payload pattern repeats every 64 KiB */
 
 /* Report a failing MPI call with file and line, and return PP_ERR_MPI from the caller. */
 #define PP_MPI_CHECK(call)                                                                      \
@@ -60,15 +62,20 @@ void pp_report_mpi_error(const char *file, int line, const char *what, int rc);
 /* Page-aligned message buffers of exactly nbytes, reused across calls for the same size (all
  * the rounds of one size) and reallocated when the size changes, so the kind of memory (huge
  * pages from 4 MiB, as numpy) depends on the size only. Pages are touched on allocation, never
- * in a timed loop. payload[0] and
- * payload[1] receive the payloads of even and odd iterations (filled on every call). Returns 0
- * or PP_ERR_ALLOC. */
-int pp_buffers(size_t nbytes, unsigned char *payload[2], unsigned char **recv_buf);
+ * in a timed loop. The send buffer receives the payload's body. With PP_SHARED_BUFFER,
+ * *recv_buf == *send_buf. Returns 0 or PP_ERR_ALLOC. */
+int pp_buffers(size_t nbytes, int flags, unsigned char **send_buf, unsigned char **recv_buf);
 void pp_free_buffers(void);
 
-/* The payload pattern `iter`: every byte depends on its position and on the pattern number,
- * so a stale (last iteration's), shifted or partial message never matches. */
+/* The pattern of iteration `iter`: every byte depends on its position and on the iteration,
+ * so a stale (last iteration's), shifted or partial message never matches. It repeats every
+ * PP_PERIOD_BYTES. */
 void pp_fill(unsigned char *buf, size_t nbytes, long iter);
+/* The kernels' payload of iteration `iter` is pattern 0 with its first and last
+ * PP_STAMP_BYTES taken from pattern `iter`: pp_stamp writes those bytes, pp_stamped_ok
+ * returns 1 when buf holds exactly that payload (it reads buf once). */
+void pp_stamp(unsigned char *buf, size_t nbytes, long iter);
+int pp_stamped_ok(const unsigned char *buf, size_t nbytes, long iter);
 
 /* Blocking and non-blocking transfers of any size_t length (split into int-sized pieces). */
 int pp_send(const void *buf, size_t nbytes, int peer, MPI_Comm comm);

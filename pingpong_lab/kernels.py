@@ -63,77 +63,78 @@ def _check_args(comm, nbytes, warmup, iters, batch=1):
         raise KernelError("a ping-pong needs at least 2 ranks; this communicator has 1")
 
 
-def _messages(comm, peer, buffers, nbytes, style):
+def _messages(comm, peer, sbuf, rbuf, nbytes, style):
     """(start, answer) for a style, with everything bound before the timed loop.
 
-    buffers = (even payload, odd payload, receive buffer); functions take the index of the
-    buffer to send. start(k) sends buffers[k] and receives the reply into the receive buffer;
-    answer(k, flip) receives, then replies with buffers[k], one byte flipped if flip (restored
-    afterwards unless it is the receive buffer). Both return what arrived. Pre-built message
-    specs, bound methods and positional arguments keep the Python overhead per message small
-    (the same habits as mpi4py.bench).
+    start() sends sbuf and receives the reply into rbuf; answer(flip) receives into rbuf and
+    replies with sbuf, one byte flipped if flip (restored afterwards unless sbuf is rbuf).
+    Both return what arrived. Pre-built message specs, bound methods and positional arguments
+    keep the Python overhead per message small (the same habits as mpi4py.bench).
     """
     from mpi4py import MPI
 
-    rbuf = buffers[2]
-    msgs = [[b, nbytes, MPI.BYTE] for b in buffers]
-    r_msg = msgs[2]
+    s_msg, r_msg = [sbuf, nbytes, MPI.BYTE], [rbuf, nbytes, MPI.BYTE]
     Send, Recv, Isend, Irecv = comm.Send, comm.Recv, comm.Isend, comm.Irecv
     waitall = MPI.Request.Waitall
+    shared = sbuf is rbuf
+    half = nbytes // 2
 
     if style == "pickle":
-        Send, Recv = comm.send, comm.recv
-        msgs = list(buffers)  # pickled objects, not buffer specs
 
-        def start(k):
-            Send(msgs[k], peer, TAG)
-            return Recv(None, peer, TAG)
+        def start():
+            comm.send(sbuf, peer, TAG)
+            return comm.recv(None, peer, TAG)
 
-        def receive():
-            msgs[2] = Recv(None, peer, TAG)  # a shared-buffer reply sends this object back
-            return msgs[2]
+        def answer(flip):
+            got = comm.recv(None, peer, TAG)
+            reply = got if shared else sbuf  # shared: send back the very object received
+            if flip and nbytes:
+                reply = reply.copy()
+                reply[half] ^= 0xFF
+            comm.send(reply, peer, TAG)
+            return got
 
-    elif style == "nonblocking":
+        return start, answer
 
-        def start(k):
-            if k == 2:  # never receive into a buffer being sent
-                Isend(r_msg, peer, TAG).Wait()
+    if style == "nonblocking":
+
+        def start():
+            if shared:  # never receive into a buffer being sent
+                Isend(s_msg, peer, TAG).Wait()
                 Irecv(r_msg, peer, TAG).Wait()
             else:
-                waitall([Irecv(r_msg, peer, TAG), Isend(msgs[k], peer, TAG)])
+                waitall([Irecv(r_msg, peer, TAG), Isend(s_msg, peer, TAG)])
             return rbuf
 
         def receive():
             Irecv(r_msg, peer, TAG).Wait()
-            return rbuf
 
-        def Send(msg, dest, tag):  # noqa: N802 - the reply, non-blocking and waited for
-            Isend(msg, dest, tag).Wait()
+        def reply():
+            Isend(s_msg, peer, TAG).Wait()
 
     else:
 
-        def start(k):
-            Send(msgs[k], peer, TAG)
+        def start():
+            Send(s_msg, peer, TAG)
             Recv(r_msg, peer, TAG)
             return rbuf
 
         def receive():
             Recv(r_msg, peer, TAG)
-            return rbuf
 
-    half = nbytes // 2
-    data = msgs if style == "pickle" else buffers
+        def reply():
+            Send(s_msg, peer, TAG)
 
-    def answer(k, flip):
-        got = receive()
+    def answer(flip):
+        receive()
         if not (flip and nbytes):
-            Send(msgs[k], peer, TAG)
-            return got
-        data[k][half] ^= 0xFF  # fault injection: one wrong byte in the reply
-        Send(msgs[k], peer, TAG)
-        if k != 2:
-            data[k][half] ^= 0xFF  # its own copy of the payload stays intact
-        return got
+            reply()
+            return rbuf
+        sbuf[half] ^= 0xFF  # fault injection: one wrong byte in the reply
+        reply()
+        if not shared:
+            sbuf[half] ^= 0xFF  # its own copy of the payload stays intact
+        return rbuf
 
     return start, answer
 
@@ -141,15 +142,15 @@ def _messages(comm, peer, buffers, nbytes, style):
 def _run_pairs(
     comm, peer, starts, nbytes, warmup, iters, shared_buffer, corrupt_echo, style, batch=1
 ):
-    """The round trips of one rank, as in kernels_c/pp_util.c (OSU's methodology).
+    """The round trips of one rank, as in kernels_c/pp_util.c (OSU's method, checked).
 
-    The payload alternates between two patterns held in two buffers, so it changes every
-    iteration without writing in the loop. The starting rank sends one of them and checks the
-    reply after stopping its clock; the answering rank replies from its own copy of the same
-    payload, checks what it received after replying and sends an empty "ready" message, which
-    the starter waits for before starting its clock again: no check is ever timed. With
-    shared_buffer each rank has one buffer for both directions and the answering rank sends
-    back the very bytes it received.
+    Each rank sends from its own buffer and receives into another (one buffer with
+    shared_buffer). The payload is written once and only its first and last 8 bytes change
+    from iteration to iteration (payload.stamp). The starting rank checks each reply after
+    stopping its clock; the answering rank replies from its own buffer, then checks what it
+    received, stamps its next reply and sends an empty "ready" message, which the starter
+    waits for before starting its clock again: no check is ever timed. With shared_buffer the
+    answering rank sends back the very bytes it received and the starter checks both ways.
     """
     from mpi4py import MPI
 
@@ -157,43 +158,40 @@ def _run_pairs(
     if peer is None:  # idle rank: joins only the synchronised start
         comm.Barrier()
         return samples, 0
-    base = payload.base(nbytes)
-    buffers = (_aligned("even", nbytes), _aligned("odd", nbytes), _aligned("recv", nbytes))
-    payload.fill(buffers[0], base, 0)
-    payload.fill(buffers[1], base, 1)
-    rbuf = buffers[2]
-    start, answer = _messages(comm, peer, buffers, nbytes, style)
-    ready = [buffers[2], 0, MPI.BYTE]  # an empty message
+    sbuf = _aligned("send", nbytes)
+    rbuf = sbuf if shared_buffer else _aligned("recv", nbytes)
+    payload.fill(sbuf, payload.base(nbytes), 0)  # the body, once per call
+    start, answer = _messages(comm, peer, sbuf, rbuf, nbytes, style)
+    ready = [rbuf, 0, MPI.BYTE]  # an empty message
     more = range(batch - 1)  # empty for one round trip per sample
     corrupt = 0
     if not starts:
+        payload.stamp(sbuf, -warmup)
         for i in range(-warmup, iters):
             if i == 0:
                 comm.Barrier()
-            k = 2 if shared_buffer else i & 1
             for _ in more:
-                answer(k, False)
-            got = answer(k, corrupt_echo)
-            if not shared_buffer:
-                corrupt += not payload.equal(got, buffers[k])  # after replying, then:
-                comm.Send(ready, peer, TAG_READY)  # the starter may start its clock again
+                answer(False)
+            got = answer(corrupt_echo)
+            if not shared_buffer:  # after replying, off the starter's clock:
+                corrupt += not payload.stamped_ok(got, i)
+                payload.stamp(sbuf, i + 1)
+                comm.Send(ready, peer, TAG_READY)
         return samples, corrupt
     wtime = MPI.Wtime
     for i in range(-warmup, iters):
         if i == 0:
             comm.Barrier()  # synchronised start of the timed iterations
-        expected = buffers[i & 1]
-        k = i & 1
-        if shared_buffer:
-            np.copyto(rbuf, expected)  # outside the timed region
-            k = 2
+        payload.stamp(sbuf, i)  # outside the timed region: 16 bytes
         t0 = wtime()
         for _ in more:
-            start(k)
-        got = start(k)
+            start()
+        got = start()
         t1 = wtime()
-        if not payload.equal(got, expected):  # outside the timed region
+        if not payload.stamped_ok(got, i):  # outside the timed region
             corrupt += 1
+            if shared_buffer:  # the corrupted reply is the next message's body: rewrite it
+                payload.fill(sbuf, payload.base(nbytes), 0)
         if not shared_buffer:  # the answering rank has checked its message too
             comm.Recv(ready, peer, TAG_READY)
         if i >= 0:

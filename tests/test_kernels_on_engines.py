@@ -79,7 +79,7 @@ def test_a_corrupting_echo_is_counted_on_every_iteration(cluster4, kind, mode):
 
 
 def _stale_requests_to(kind):
-    """Rank 0 follows the kernels' protocol but always sends pattern 1 (a stale payload)."""
+    """Rank 0 follows the kernels' protocol but always sends iteration 1's payload (stale)."""
     from mpi4py import MPI
 
     from pingpong_lab import kernels, payload
@@ -89,7 +89,8 @@ def _stale_requests_to(kind):
         return measure.get_kernel(kind, "blocking")(comm, 1000, 0, 3)[1]
     if comm.Get_rank() == 0:
         stale, reply = np.empty(1000, np.uint8), np.empty(1000, np.uint8)
-        payload.fill(stale, payload.base(1000), 1)
+        payload.fill(stale, payload.base(1000), 0)
+        payload.stamp(stale, 1)
         if kind == "c":  # the C kernel first agrees on its arguments and its buffers
             ok, agreed = np.ones(1, np.intc), np.zeros(1, np.intc)
             comm.Allreduce(ok, agreed, op=MPI.MIN)
