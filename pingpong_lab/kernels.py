@@ -160,13 +160,14 @@ def _run_pairs(
         return samples, 0
     sbuf = _aligned("send", nbytes)
     rbuf = sbuf if shared_buffer else _aligned("recv", nbytes)
-    payload.fill(sbuf, payload.base(nbytes), 0)  # the body, once per call
+    stamps = payload.Stamps(nbytes)
+    stamps.body(sbuf)  # once per call
     start, answer = _messages(comm, peer, sbuf, rbuf, nbytes, style)
     ready = [rbuf, 0, MPI.BYTE]  # an empty message
     more = range(batch - 1)  # empty for one round trip per sample
     corrupt = 0
     if not starts:
-        payload.stamp(sbuf, -warmup)
+        stamps.stamp(sbuf, -warmup)
         for i in range(-warmup, iters):
             if i == 0:
                 comm.Barrier()
@@ -174,24 +175,24 @@ def _run_pairs(
                 answer(False)
             got = answer(corrupt_echo)
             if not shared_buffer:  # after replying, off the starter's clock:
-                corrupt += not payload.stamped_ok(got, i)
-                payload.stamp(sbuf, i + 1)
+                corrupt += not stamps.ok(got, i)
+                stamps.stamp(sbuf, i + 1)
                 comm.Send(ready, peer, TAG_READY)
         return samples, corrupt
     wtime = MPI.Wtime
     for i in range(-warmup, iters):
         if i == 0:
             comm.Barrier()  # synchronised start of the timed iterations
-        payload.stamp(sbuf, i)  # outside the timed region: 16 bytes
+        stamps.stamp(sbuf, i)  # outside the timed region: 16 bytes
         t0 = wtime()
         for _ in more:
             start()
         got = start()
         t1 = wtime()
-        if not payload.stamped_ok(got, i):  # outside the timed region
+        if not stamps.ok(got, i):  # outside the timed region
             corrupt += 1
             if shared_buffer:  # the corrupted reply is the next message's body: rewrite it
-                payload.fill(sbuf, payload.base(nbytes), 0)
+                stamps.body(sbuf)
         if not shared_buffer:  # the answering rank has checked its message too
             comm.Recv(ready, peer, TAG_READY)
         if i >= 0:
