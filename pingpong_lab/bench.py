@@ -1,10 +1,11 @@
 """`python -m pingpong_lab.bench`: is our measurement fair? Ratios, all measured in one run.
 
-    python -m pingpong_lab.bench [--np 2] [--out bench-results] [--rounds 5] [--quick]
+    python -m pingpong_lab.bench [--np 2] [--out bench-results] [--rounds 7] [--quick]
 
 A shared 2-core machine is noisy, so every number here is a RATIO of two things measured in the
-same run, interleaved (A B A B ...) over several rounds, each side summarised by the median over
-rounds. Comparisons:
+same run, interleaved (A B A B ...) over several rounds. Each side is summarised by the median
+over rounds; the ratios with a target are the median of the per-round ratios (paired, so a slow
+round slows both sides and drift cancels). Comparisons:
 
 - launcher: the same C kernel (kernels_c, blocking) under plain mpiexec and on ipyparallel
   engines (MPICluster + measure), at 8 B, 64 KiB, 1 MiB and 16 MiB (target: within 5 %);
@@ -12,7 +13,12 @@ rounds. Comparisons:
   (kernels_c/build/pp_blocking: OSU's iteration counts, mean of the iterations) and vs
   mpi4py.bench pingpong (the real OSU micro-benchmarks are not packaged here);
 - mpi4py.bench: our Python kernel vs `mpi4py.bench pingpong` (same MPI, same sizes, same
-  iteration counts, same statistic: mean of rank 0's half round trips; target: within 10 %);
+  iteration counts, same statistic: mean of rank 0's half round trips; target: within 10 %),
+  as shipped and with its numpy.empty() buffers written once (the fair peer: unwritten pages
+  all map the kernel's zero page, which flatters large messages);
+- NetPIPE (Debian's builds, installed by `make bench` when it can): NPmpich2 vs our C kernel
+  built with the same Debian MPICH, the same C kernel on both MPICH builds, and NPtcp vs our
+  C kernel over TCP loopback;
 - hardware floor (kernels_c/build/hw_floor, no MPI): MPI latency / cache-line ping-pong between
   two pinned processes, MPI bandwidth / single-core memcpy bandwidth;
 - course costs: engine start time, a full 1 B..64 MiB C sweep at the default precision.
@@ -251,8 +257,12 @@ class Bench:
         note="",
         ratio_definition="b / a",
         tolerance=None,
+        paired=None,
     ):
         ratio = b / a if a and math.isfinite(a) and b is not None and math.isfinite(b) else math.nan
+        if paired is not None:  # the median of the per-round ratios: drift between rounds cancels
+            ratio = _median([y / x for x, y in paired if x and y is not None])
+            ratio_definition = "median over rounds of b / a"
         within = ""
         if tolerance is not None and math.isfinite(ratio):
             within = "yes" if abs(ratio - 1.0) <= tolerance else "no"
@@ -423,8 +433,9 @@ class Bench:
         us = "s"
         # launcher
         for n in LAUNCH_SIZES:
-            a = _median(self._series("mpiexec_c", n, "t_median_s"))
-            b = _median(self._series("engines_c", n, "t_median_s"))
+            a_rounds = self._series("mpiexec_c", n, "t_median_s")
+            b_rounds = self._series("engines_c", n, "t_median_s")
+            a, b = _median(a_rounds), _median(b_rounds)
             self.row(
                 "launcher",
                 "C blocking one-way median",
@@ -437,6 +448,7 @@ class Bench:
                 "within 5 %",
                 tolerance=0.05,
                 note=f"{self.launch_reps[n]} reps per round",
+                paired=list(zip(a_rounds, b_rounds)),
             )
         # OSU methodology at 1 MiB
         ours = _median(self._series("mpiexec_c", OSU_SIZE, "t_median_s"))
@@ -487,8 +499,8 @@ class Bench:
         )
         # Python kernel vs mpi4py.bench
         for n in self.py_sizes:
-            a = _median(r["py"][n]["bench_mean_s"] for r in rounds)
-            b = _median(r["py"][n]["ours_mean_s"] for r in rounds)
+            pairs = [(r["py"][n]["bench_mean_s"], r["py"][n]["ours_mean_s"]) for r in rounds]
+            a, b = _median(p[0] for p in pairs), _median(p[1] for p in pairs)
             it = rounds[0]["py"][n]["iters"]
             self.row(
                 "mpi4py.bench",
@@ -502,10 +514,13 @@ class Bench:
                 "within 10 %",
                 tolerance=0.10,
                 note=f"{it} iterations each, same job, interleaved",
+                paired=pairs,
             )
         for n in self.py_sizes:
-            a = _median(r["py"][n]["bench_written_mean_s"] for r in rounds)
-            b = _median(r["py"][n]["ours_mean_s"] for r in rounds)
+            pairs = [
+                (r["py"][n]["bench_written_mean_s"], r["py"][n]["ours_mean_s"]) for r in rounds
+            ]
+            a, b = _median(p[0] for p in pairs), _median(p[1] for p in pairs)
             self.row(
                 "mpi4py.bench",
                 "vs mpi4py.bench on written buffers",
@@ -518,6 +533,7 @@ class Bench:
                 "within 10 %",
                 tolerance=0.10,
                 note="the fair peer: its own code, no zero-page send buffer",
+                paired=pairs,
             )
         # Python overhead (for the record)
         n8 = min(self.py_sizes, key=lambda s: abs(s - 8))
@@ -809,7 +825,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--np", type=int, default=2, help="MPI ranks (default 2)")
     p.add_argument("--out", default="bench-results", help="output folder")
-    p.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 2)")
+    p.add_argument("--rounds", type=int, help="interleaved rounds (default 7, quick 2)")
     p.add_argument("--quick", action="store_true", help="tiny sizes and counts (for tests)")
     p.add_argument("--job", help=argparse.SUPPRESS)  # internal: the mpiexec job of a round
     return p
@@ -822,7 +838,7 @@ def main(argv=None) -> int:
     if a.np < 2:
         print("bench: error: --np must be at least 2", file=sys.stderr)
         return 2
-    rounds = a.rounds or (2 if a.quick else 5)
+    rounds = a.rounds or (2 if a.quick else 7)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     if not (DEFAULT_LIBRARY.exists() and PP_BLOCKING.exists() and HW_FLOOR.exists()):
