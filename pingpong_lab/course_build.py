@@ -288,19 +288,7 @@ def cmd_solutions(course: Path) -> int:
             return 1
         with tempfile.TemporaryDirectory(prefix=f"solution-{name}-") as tmp:
             shutil.copytree(src.parent, tmp, dirs_exist_ok=True)
-            cmd = [
-                sys.executable,
-                "-m",
-                "jupyter",
-                "nbconvert",
-                "--to",
-                "html",
-                "--execute",
-                f"--ExecutePreprocessor.timeout={_cell_timeout()}",
-                "--output-dir",
-                str(out_dir),
-                str(Path(tmp) / src.name),
-            ]
+            cmd = _execute_cmd(Path(tmp) / src.name, "html", out_dir)
             start = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
@@ -346,21 +334,8 @@ def time_notebooks(course: Path) -> dict[str, float]:
         src = course.parent / "solutions" / name
         with tempfile.TemporaryDirectory(prefix=f"pingpong-lab-run-{name}-") as tmp:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
-            cmd = [
-                sys.executable,
-                "-m",
-                "jupyter",
-                "nbconvert",
-                "--to",
-                "notebook",
-                "--execute",
-                f"--ExecutePreprocessor.timeout={_cell_timeout()}",
-                "--output-dir",
-                tmp,
-                "--output",
-                "executed.ipynb",
-                str(Path(tmp) / f"{name}.ipynb"),
-            ]
+            cmd = _execute_cmd(Path(tmp) / f"{name}.ipynb", "notebook", Path(tmp))
+            cmd += ["--output", "executed.ipynb"]
             start = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
@@ -371,6 +346,23 @@ def time_notebooks(course: Path) -> dict[str, float]:
 
 def _cell_timeout() -> int:
     return 600
+
+
+def _execute_cmd(notebook: Path, to: str, out_dir: Path) -> list[str]:
+    """nbconvert: execute `notebook` top to bottom and write it as `to` into out_dir."""
+    return [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "nbconvert",
+        "--to",
+        to,
+        "--execute",
+        f"--ExecutePreprocessor.timeout={_cell_timeout()}",
+        "--output-dir",
+        str(out_dir),
+        str(notebook),
+    ]
 
 
 def cmd_check(course: Path) -> int:

@@ -75,12 +75,13 @@ int crash(MPI_Comm comm) {
 """
 
 
-def _call_crash(path):
+def _call_learner_c(path, function):
+    """On every engine: call `function(MPI_Comm)` from the learner's library at path."""
     from mpi4py import MPI
 
     from pingpong_lab import ckernels
 
-    return ckernels.call_c(path, "crash", MPI.COMM_WORLD)
+    return ckernels.call_c(path, function, MPI.COMM_WORLD)
 
 
 def test_a_segfault_in_learner_c_kills_engines_not_the_notebook_and_is_reported(
@@ -90,7 +91,7 @@ def test_a_segfault_in_learner_c_kills_engines_not_the_notebook_and_is_reported(
     lib = ckernels.compile_c(SEGFAULT_C, name="crashy", with_util=False)
     remember_pids(cluster2.pids)
     with pytest.raises(EngineCrashError) as info:
-        cluster2.run(_call_crash, str(lib), timeout=30)
+        cluster2.run(_call_learner_c, str(lib), "crash", timeout=30)
     assert "segfault" in str(info.value)
     assert cluster2.run(_rank, timeout=30) == [0, 1]
     remember_pids(cluster2.pids)
@@ -291,21 +292,13 @@ int short_recv(MPI_Comm comm) {
 """
 
 
-def _call_short_recv(path):
-    from mpi4py import MPI
-
-    from pingpong_lab import ckernels
-
-    return ckernels.call_c(path, "short_recv", MPI.COMM_WORLD)
-
-
 def test_an_mpi_error_that_learner_c_ignores_is_reported_with_mpis_own_words(
     cluster2, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("PINGPONG_LAB_BUILD", str(tmp_path))
     lib = ckernels.compile_c(TRUNCATING_C, name="truncating", with_util=False)
     with pytest.raises(RemoteError) as info:
-        cluster2.run(_call_short_recv, str(lib), timeout=30)
+        cluster2.run(_call_learner_c, str(lib), "short_recv", timeout=30)
     message = str(info.value)
     assert "rank 1: KernelError" in message and "truncated" in message
     assert "short_recv()" in message
