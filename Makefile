@@ -27,7 +27,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup kernels lab test lint release autograde solutions check-course report bench bench-peers clean
+.PHONY: setup kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers clean
 
 setup: $(STAMP) kernels
 
@@ -49,30 +49,37 @@ lab: setup
 		$(if $(TOKEN),--IdentityProvider.token=$(TOKEN)) \
 		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
 
-test: setup
+# Everything: lint, then unit, MPI and course tiers (tests/unit, tests/mpi, tests/course).
+test: setup lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
+test-fast: setup
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+# ruff on the Python and the notebooks; the C (kernels and grading C) built with -Werror.
 lint: setup
 	$(BIN)/ruff check pingpong_lab tests course
 	$(BIN)/ruff format --check pingpong_lab tests
+	$(MAKE) --no-print-directory -s -C kernels_c MPICC="$(MPICC)" BUILD=build/lint WERROR=-Werror
 
 release: setup
-	cd course && $(PY) -m pingpong_lab.course_build release
+	cd course && $(PY) -m pingpong_lab.course.build release
 
 autograde: setup
-	cd course && $(PY) -m pingpong_lab.course_build autograde
+	cd course && $(PY) -m pingpong_lab.course.build autograde
 
 solutions: setup
-	cd course && $(PY) -m pingpong_lab.course_build solutions
+	cd course && $(PY) -m pingpong_lab.course.build solutions
 
 check-course: setup
-	cd course && $(PY) -m pingpong_lab.course_build check
+	cd course && $(PY) -m pingpong_lab.course.build check
 
 report: setup
-	$(PY) -m pingpong_lab.report --np $(NP) --out report
+	$(PY) -m pingpong_lab report --np $(NP) --out report
 
 bench: setup bench-peers
-	$(PY) -m pingpong_lab.bench --np $(NP) --out bench-results
+	$(PY) -m pingpong_lab bench --np $(NP) --out bench-results
 
 # NetPIPE (Debian's MPI and TCP builds) and Debian's MPICH headers, to compare our C kernel with
 # NetPIPE on the same MPI. Only `make bench` needs them; without root or apt-get the bench's

@@ -3,14 +3,14 @@
 Layout (nbgrader's defaults, made explicit):
     source/<NN_topic>/<NN_topic>.ipynb     master notebooks (the only files anyone edits)
     release/  submitted/  autograded/  feedback/  gradebook.db  exchange/   (git-ignored)
-`python -m pingpong_lab.course_build release` also copies release/ to ../exercises/ and the
-solution notebooks to ../solutions/ (see pingpong_lab/course_build.py).
+`python -m pingpong_lab.course.build release` also copies release/ to ../exercises/ and the
+solution notebooks to ../solutions/ (see pingpong_lab/course/build.py).
 
 Grading mode
 ------------
 This file sets the environment variable PINGPONG_LAB_GRADING=1 (unless it is already set), so
 every kernel that nbgrader starts (generate_solution, autograde, validate) inherits it. The
-notebooks read it through `pingpong_lab.grading.GRADING` and `grading.scale(normal, grading)`
+notebooks read it through `pingpong_lab.course.grading.GRADING` and `grading.scale(normal, grading)`
 and shrink their sweeps and repetition counts, so that a whole submission grades in minutes.
 Run `PINGPONG_LAB_GRADING=0 nbgrader ...` to grade with the full-size measurements.
 
@@ -24,11 +24,12 @@ notebook is still graded. The cell timeout is only the last line of defence.
 C exercises
 -----------
 nbgrader's ClearSolutions puts the notebook language's stub (Python) in every solution region,
-even inside a `%%writefile pingpong.c` cell. We use pingpong_lab.course_build.ClearSolutionsC,
-which recognises C cells (first line `%%writefile <name>.c` or `.h`) and writes a C stub there:
-a `/* YOUR CODE HERE */` comment and `return NOT_IMPLEMENTED;`. So the released C compiles
-(every C solution region sits in a function returning int, and the cell defines
-NOT_IMPLEMENTED), and the tests then fail with a readable "not implemented yet" message.
+even inside a `%%writefile pingpong.c` cell. We use ClearSolutionsC (from
+pingpong_lab.course.preprocessors), which recognises C cells (first line `%%writefile <name>.c`
+or `.h`) and writes a C stub there: a `/* YOUR CODE HERE */` comment and
+`return NOT_IMPLEMENTED;`. So the released C compiles (every C solution region sits in a
+function returning int, and the cell defines NOT_IMPLEMENTED), and the tests then fail with a
+readable "not implemented yet" message.
 """
 
 import os
@@ -49,7 +50,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveCells,
 )
 
-from pingpong_lab.course_build import ClearSolutionsC  # noqa: E402
+from pingpong_lab.course.preprocessors import ClearSolutionsC  # noqa: E402
 
 os.environ.setdefault("PINGPONG_LAB_GRADING", "1")
 

@@ -137,55 +137,41 @@ static int pp_chunk(size_t remaining)
     return (int)(remaining < PP_CHUNK_BYTES ? remaining : PP_CHUNK_BYTES);
 }
 
-int pp_send(const void *buf, size_t nbytes, int peer, MPI_Comm comm)
-{
-    const char *p = buf;
-    size_t done = 0;
-    do {
-        int n = pp_chunk(nbytes - done);
-        PP_MPI_CHECK(MPI_Send(p + done, n, MPI_BYTE, peer, PP_TAG, comm));
-        done += (size_t)n;
-    } while (done < nbytes);
-    return 0;
-}
-
-int pp_recv(void *buf, size_t nbytes, int peer, MPI_Comm comm)
+/* One direction, chunk by chunk (MPI counts are ints): a send or a receive, blocking or as
+ * Isend/Irecv completed by a Wait. */
+static int pp_one_way(void *buf, size_t nbytes, int peer, int sending, int nonblocking,
+                      MPI_Comm comm)
 {
     char *p = buf;
     size_t done = 0;
     do {
+        MPI_Request req;
         int n = pp_chunk(nbytes - done);
-        PP_MPI_CHECK(MPI_Recv(p + done, n, MPI_BYTE, peer, PP_TAG, comm, MPI_STATUS_IGNORE));
+        if (sending && nonblocking) {
+            PP_MPI_CHECK(MPI_Isend(p + done, n, MPI_BYTE, peer, PP_TAG, comm, &req));
+        } else if (sending) {
+            PP_MPI_CHECK(MPI_Send(p + done, n, MPI_BYTE, peer, PP_TAG, comm));
+        } else if (nonblocking) {
+            PP_MPI_CHECK(MPI_Irecv(p + done, n, MPI_BYTE, peer, PP_TAG, comm, &req));
+        } else {
+            PP_MPI_CHECK(MPI_Recv(p + done, n, MPI_BYTE, peer, PP_TAG, comm, MPI_STATUS_IGNORE));
+        }
+        if (nonblocking) {
+            PP_MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        }
         done += (size_t)n;
     } while (done < nbytes);
     return 0;
 }
 
-/* One direction with Isend or Irecv and a wait, chunk by chunk. */
-static int pp_isend_wait(const char *p, size_t nbytes, int peer, MPI_Comm comm)
+int pp_send(const void *buf, size_t nbytes, int peer, MPI_Comm comm)
 {
-    size_t done = 0;
-    do {
-        MPI_Request req;
-        int n = pp_chunk(nbytes - done);
-        PP_MPI_CHECK(MPI_Isend(p + done, n, MPI_BYTE, peer, PP_TAG, comm, &req));
-        PP_MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-        done += (size_t)n;
-    } while (done < nbytes);
-    return 0;
+    return pp_one_way((void *)buf, nbytes, peer, 1, 0, comm);
 }
 
-static int pp_irecv_wait(char *p, size_t nbytes, int peer, MPI_Comm comm)
+int pp_recv(void *buf, size_t nbytes, int peer, MPI_Comm comm)
 {
-    size_t done = 0;
-    do {
-        MPI_Request req;
-        int n = pp_chunk(nbytes - done);
-        PP_MPI_CHECK(MPI_Irecv(p + done, n, MPI_BYTE, peer, PP_TAG, comm, &req));
-        PP_MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-        done += (size_t)n;
-    } while (done < nbytes);
-    return 0;
+    return pp_one_way(buf, nbytes, peer, 0, 0, comm);
 }
 
 int pp_exchange_nonblocking(const void *send_buf, void *recv_buf, size_t nbytes, int peer,
@@ -194,8 +180,8 @@ int pp_exchange_nonblocking(const void *send_buf, void *recv_buf, size_t nbytes,
     int rc;
     if (send_buf == recv_buf || nbytes > PP_CHUNK_BYTES) {
         /* A buffer being sent must not be received into: one direction at a time. */
-        rc = pp_isend_wait(send_buf, nbytes, peer, comm);
-        return rc ? rc : pp_irecv_wait(recv_buf, nbytes, peer, comm);
+        rc = pp_one_way((void *)send_buf, nbytes, peer, 1, 1, comm);
+        return rc ? rc : pp_one_way(recv_buf, nbytes, peer, 0, 1, comm);
     }
     MPI_Request reqs[2];
     MPI_Status statuses[2]; /* not MPI_STATUSES_IGNORE: some GCCs misread it as a 0-byte array */
@@ -229,16 +215,14 @@ static int pp_answer(unsigned char *sbuf, unsigned char *rbuf, size_t nbytes, in
     int rc = 0;
     for (int k = 0; k < batch && !rc; k++) {
         int flip = corrupt && k == batch - 1;
-        rc = nonblocking ? pp_irecv_wait((char *)rbuf, nbytes, peer, comm)
-                         : pp_recv(rbuf, nbytes, peer, comm);
+        rc = pp_one_way(rbuf, nbytes, peer, 0, nonblocking, comm);
         if (rc) {
             break;
         }
         if (flip) {
             sbuf[nbytes / 2] ^= 0xFF;
         }
-        rc = nonblocking ? pp_isend_wait((const char *)sbuf, nbytes, peer, comm)
-                         : pp_send(sbuf, nbytes, peer, comm);
+        rc = pp_one_way(sbuf, nbytes, peer, 1, nonblocking, comm);
         if (flip && sbuf != rbuf) {
             sbuf[nbytes / 2] ^= 0xFF; /* its own copy of the payload stays intact */
         }

@@ -18,10 +18,10 @@ _started_pids: set[int] = set()
 
 def _mpi_available() -> bool:
     try:
-        from pingpong_lab import mpi_env
+        from pingpong_lab.mpi import environment
 
-        mpi_env.mpiexec()
-        mpi_env.require_mpi4py()
+        environment.mpiexec()
+        environment.require_mpi4py()
         return True
     except Exception:
         return False
@@ -33,7 +33,7 @@ requires_mpi = pytest.mark.skipif(not _mpi_available(), reason="no MPI (mpiexec/
 @pytest.fixture(scope="session")
 def c_library() -> Path:
     """kernels_c built with this environment's mpicc (as `make kernels` does)."""
-    from pingpong_lab import ckernels, mpi_env
+    from pingpong_lab.mpi import ckernels, environment
 
     subprocess.run(
         [
@@ -41,7 +41,7 @@ def c_library() -> Path:
             "--no-print-directory",
             "-C",
             str(ckernels.KERNELS_DIR),
-            f"MPICC={mpi_env.mpicc()}",
+            f"MPICC={environment.mpicc()}",
         ],
         check=True,
         capture_output=True,
@@ -52,7 +52,7 @@ def c_library() -> Path:
 def _cluster(n: int):
     import warnings
 
-    from pingpong_lab.cluster import MPICluster, OversubscribedWarning
+    from pingpong_lab.engines.cluster import MPICluster, OversubscribedWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OversubscribedWarning)
@@ -102,9 +102,9 @@ def pytest_sessionfinish(session, exitstatus):
     """Fail the run if any engine, controller or mpiexec started by the tests is still alive."""
     import time
 
-    from pingpong_lab.cluster import _stop_all_clusters
+    from pingpong_lab.engines.cluster import stop_all_clusters
 
-    _stop_all_clusters()
+    stop_all_clusters()
     deadline = time.monotonic() + 15
     left = _leftovers()
     while left and time.monotonic() < deadline:
@@ -113,3 +113,11 @@ def pytest_sessionfinish(session, exitstatus):
     if left:
         print("\nprocesses left behind by the tests:\n  " + "\n  ".join(left), file=sys.stderr)
         session.exitstatus = 1
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests under tests/mpi and tests/course carry their tier as a marker (`-m "not course"`)."""
+    for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in ("mpi", "course"):
+            item.add_marker(tier)

@@ -1,0 +1,42 @@
+/* Instrumented MPI for grading learners' C (pingpong_lab.course.grading.cbuild).
+ *
+ * The grader compiles a learner's file with this header in front of it: the point-to-point
+ * calls below become calls of pp_graded.c's wrappers, which record (kind, peer, tag, bytes)
+ * of every call and then make the real MPI call. pp_graded.c itself never sees these macros.
+ */
+#ifndef PP_GRADED_H
+#define PP_GRADED_H
+#include <mpi.h>
+
+/* what pp_graded_calls() reports in the first field of a call */
+enum pp_graded_kind {
+    PP_GRADED_SEND = 1,
+    PP_GRADED_RECV = 2,
+    PP_GRADED_ISEND = 3,
+    PP_GRADED_IRECV = 4,
+    PP_GRADED_SSEND = 5,
+};
+#define PP_GRADED_MAX 64 /* calls recorded; later ones are only counted */
+
+int pp_graded_send(const void *buf, int count, MPI_Datatype type, int peer, int tag,
+                   MPI_Comm comm);
+int pp_graded_ssend(const void *buf, int count, MPI_Datatype type, int peer, int tag,
+                    MPI_Comm comm);
+int pp_graded_recv(void *buf, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                   MPI_Status *status);
+int pp_graded_isend(const void *buf, int count, MPI_Datatype type, int peer, int tag,
+                    MPI_Comm comm, MPI_Request *request);
+int pp_graded_irecv(void *buf, int count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                    MPI_Request *request);
+/* copies up to max_calls records of 4 ints into out; returns how many calls were made */
+int pp_graded_calls(int *out, int max_calls);
+void pp_graded_reset(void);
+
+#ifndef PP_GRADED_IMPLEMENTATION
+#define MPI_Send pp_graded_send
+#define MPI_Ssend pp_graded_ssend
+#define MPI_Recv pp_graded_recv
+#define MPI_Isend pp_graded_isend
+#define MPI_Irecv pp_graded_irecv
+#endif
+#endif

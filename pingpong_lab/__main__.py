@@ -1,0 +1,7 @@
+"""`python -m pingpong_lab` is the `pingpong-lab` command (sweep, fit, report, bench)."""
+
+import sys
+
+from .apps.cli import main
+
+sys.exit(main())

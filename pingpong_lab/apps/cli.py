@@ -1,0 +1,243 @@
+"""`pingpong-lab`: measure and analyse MPI ping-pong from the command line (no Jupyter).
+
+    pingpong-lab sweep --np 2 --kernel c --mode blocking --min-bytes 1 --max-bytes 67108864 \\
+        --out results.csv
+    pingpong-lab fit results.csv [--piecewise] [--json] [--ols]
+    pingpong-lab report [--np 2] [--out report] [--quick]     # measure everything, one folder
+    pingpong-lab bench [--np 2] [--out bench-results]         # are our numbers fair? (peers)
+    pingpong-lab --version
+
+Bad arguments give one line on stderr and exit status 2; a failed run exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from ..data import results
+from ..errors import PingPongLabError
+from ..mpi import environment, jobs, measure
+from ..mpi.processes import kill_group
+
+TRANSPORTS = {
+    "default": {},
+    "shm": {},
+    # MPICH: no shared memory between local ranks; UCX restricted to TCP loopback.
+    "tcp": {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "FI_PROVIDER": "tcp"},
+}
+DEFAULT_TIMEOUT_S = 1800
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump, exit 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _number(kind, lowest, what, strictly=False):
+    """An argparse type: parse with `kind`, refuse values below `lowest` with a clear message."""
+
+    def parse(text: str):
+        try:
+            value = kind(text, 0) if kind is int else kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value < lowest or (strictly and value == lowest):
+            sign = "negative" if value < 0 else "out of range"
+            bound = f"greater than {lowest}" if strictly else f"at least {lowest}"
+            raise argparse.ArgumentTypeError(f"{text} is {sign}: it must be {bound}")
+        return value
+
+    return parse
+
+
+_size = _number(int, 0, "a whole number of bytes")
+_positive_int = _number(int, 1, "a whole number")
+_positive_float = _number(float, 0.0, "a number", strictly=True)
+
+
+def sweep_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="pingpong-lab sweep", description="Ping-pong sweep over message sizes.")
+    p.add_argument("--np", type=_positive_int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("--kernel", choices=measure.KINDS, default="c")
+    p.add_argument("--mode", choices=measure.MODES, default="blocking")
+    p.add_argument("--min-bytes", type=_size, default=1)
+    p.add_argument("--max-bytes", type=_size, default=64 << 20)
+    p.add_argument("--out", default="results.csv", help="CSV file (+ .json and .samples.npz)")
+    p.add_argument(
+        "--reps", type=_positive_int, help="fixed repetitions, one round (default: adaptive)"
+    )
+    p.add_argument(
+        "--ci",
+        type=_positive_float,
+        default=measure.REL_CI,
+        help="stop a size once the median's 95%% CI is within +/- this fraction (default 0.02)",
+    )
+    p.add_argument(
+        "--budget",
+        type=_positive_float,
+        default=measure.BUDGET_S,
+        help="... or after this many seconds on the size (default 1.0)",
+    )
+    p.add_argument(
+        "--target-time",
+        type=_positive_float,
+        default=measure.TARGET_S,
+        help="seconds of the first round at each size (default 0.25)",
+    )
+    p.add_argument(
+        "--shared-buffer",
+        action="store_true",
+        help="one buffer for send and receive instead of two (OSU)",
+    )
+    p.add_argument(
+        "--transport",
+        choices=sorted(TRANSPORTS),
+        default="default",
+        help="tcp forces TCP loopback between local ranks (MPICH)",
+    )
+    p.add_argument("--library", help="C kernel library (default kernels_c/build/libpingpong.so)")
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT_S,
+        help="seconds before the whole run is stopped (default 1800)",
+    )
+    return p
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"pingpong-lab sweep: error: {message}", file=sys.stderr)
+    return code
+
+
+def run_sweep(argv) -> int:
+    parser = sweep_parser()
+    a = parser.parse_args(argv)
+    if a.np < 2:
+        parser.error(f"--np {a.np}: a ping-pong needs at least 2 ranks")
+    if a.mode == "pairwise" and a.np % 2:
+        parser.error(f"--np {a.np}: the pairwise exchange needs an even number of ranks")
+    if a.max_bytes < a.min_bytes:
+        parser.error(f"--max-bytes {a.max_bytes} is smaller than --min-bytes {a.min_bytes}")
+    if a.kernel == "c" and a.mode == "pickle":
+        parser.error("--mode pickle exists only for --kernel python")
+    try:
+        results.check_writable(a.out)
+    except OSError as exc:
+        parser.error(str(exc))
+    try:
+        mpiexec = environment.mpiexec()
+        if a.kernel == "c":
+            from ..mpi import ckernels
+
+            ckernels.preflight(a.library or ckernels.DEFAULT_LIBRARY)
+    except (PingPongLabError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+    if a.np > environment.cpu_count():
+        print(
+            f"warning: {a.np} ranks on {environment.cpu_count()} cores: timings are oversubscribed",
+            file=sys.stderr,
+        )
+    job = {
+        "kind": a.kernel,
+        "mode": a.mode,
+        "sizes": measure.message_sizes(a.min_bytes, a.max_bytes),
+        "out": os.path.abspath(a.out),
+        "reps": a.reps,
+        "target_s": a.target_time,
+        "rel_ci": a.ci,
+        "budget_s": a.budget,
+        "shared_buffer": a.shared_buffer,
+        "library": a.library,
+        "transport": a.transport,
+    }
+    env = {**os.environ, **TRANSPORTS[a.transport]}
+    cmd = jobs.command("sweep", job, a.np, launcher=mpiexec)
+    return _run_job(cmd, env, a.timeout)
+
+
+def _run_job(cmd, env, timeout_s: float) -> int:
+    """Run an mpiexec job in its own process group; forward its stdout; never leave it behind."""
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    errors: list[str] = []
+    reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout_s, kill_group, args=(proc,))
+    timer.start()
+    try:
+        forward = True
+        for line in proc.stdout:
+            if forward:
+                try:
+                    print(line, end="", flush=True)
+                except BrokenPipeError:  # e.g. piped into `head`: keep measuring, stop echoing
+                    forward = False
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        proc.wait()
+    except KeyboardInterrupt:
+        kill_group(proc)
+        return _fail("interrupted; the MPI job was stopped")
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            kill_group(proc)
+        reader.join(timeout=5)
+    if proc.returncode == 0:
+        return 0
+    ours = [ln.strip() for ln in errors if ln.startswith("pingpong-lab")]
+    if ours:
+        print(ours[0], file=sys.stderr)
+        return 1
+    if proc.returncode in (-signal.SIGKILL, -signal.SIGTERM) and not errors:
+        return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
+    tail = " | ".join(ln.strip() for ln in errors if ln.strip())[-600:]
+    return _fail(f"the MPI job failed (exit status {proc.returncode}): {tail}")
+
+
+COMMANDS = ("sweep", "fit", "report", "bench")
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = f"usage: pingpong-lab {{{','.join(COMMANDS)}}} ... (pingpong-lab sweep --help)"
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip() + "\n\n" + usage)
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        from .. import __version__
+
+        print(f"pingpong-lab {__version__}")
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "sweep":
+        return run_sweep(rest)
+    if command == "fit":
+        from . import fit
+
+        return fit.main(rest)
+    if command == "report":
+        from . import report
+
+        return report.main(rest)
+    if command == "bench":
+        from . import bench
+
+        return bench.main(rest)
+    print(f"pingpong-lab: error: unknown command {command!r}; {usage}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""What the course's test cells use: grading mode, fake MPI, trace checks, engine checks, C builds.
+
+Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
+- a learner's function is first run on fake communicators (fakempi), which record every MPI call
+  without any MPI, so a wrong peer or a deadlock-prone order is a readable assertion (trace);
+- work on the engines always has a deadline shorter than nbgrader's cell timeout
+  (engine_checks): a deadlocked submission fails that cell and the rest is still graded;
+- timings are judged only as ratios to the reference kernel measured in the same run (mode).
+
+    mode           grading mode, scale(), quiet(), deadlines, checks on plain values
+    fakempi        FakeComm and its recorded calls (Op)
+    trace          is a traced ping-pong correct? (Python, buffers and pickled objects)
+    timing         FakeClock and the order of a timing loop's steps
+    engine_checks  learners' Python and C ping-pongs on the engines and under mpiexec
+    cbuild         instrumented builds of learners' C, notebook 04's linfit driver
+"""
+
+from .cbuild import (
+    NOT_IMPLEMENTED,
+    assert_fit_matches,
+    build_linfit,
+    c_linfit,
+    compile_student_c,
+    instrument_c,
+)
+from .engine_checks import (
+    c_pingpong_on_engines,
+    check_c_payload,
+    check_c_pingpong,
+    check_c_with_ranks,
+    check_pingpong_on_engines,
+    pingpong_on_engines_report,
+    run_c_with_ranks,
+)
+from .fakempi import FakeComm, Op, comm_ops, echo_sent_by
+from .mode import (
+    ENGINE_TIMEOUT_S,
+    GRADING,
+    MPIEXEC_TIMEOUT_S,
+    assert_close,
+    grading_mode,
+    quiet,
+    scale,
+    within_ratio,
+)
+from .timing import FakeClock, check_timing_sequence, timing_fakes
+from .trace import (
+    check_pickle_pingpong,
+    check_pingpong,
+    check_trace,
+    describe_echo,
+    diagnose_trace,
+    trace,
+)
+
+__all__ = [
+    "ENGINE_TIMEOUT_S",
+    "GRADING",
+    "MPIEXEC_TIMEOUT_S",
+    "NOT_IMPLEMENTED",
+    "FakeClock",
+    "FakeComm",
+    "Op",
+    "assert_close",
+    "assert_fit_matches",
+    "build_linfit",
+    "c_linfit",
+    "c_pingpong_on_engines",
+    "check_c_payload",
+    "check_c_pingpong",
+    "check_c_with_ranks",
+    "check_pickle_pingpong",
+    "check_pingpong",
+    "check_pingpong_on_engines",
+    "check_timing_sequence",
+    "check_trace",
+    "comm_ops",
+    "compile_student_c",
+    "describe_echo",
+    "diagnose_trace",
+    "echo_sent_by",
+    "grading_mode",
+    "instrument_c",
+    "pingpong_on_engines_report",
+    "quiet",
+    "run_c_with_ranks",
+    "scale",
+    "timing_fakes",
+    "trace",
+    "within_ratio",
+]

@@ -1,0 +1,244 @@
+"""Learners' ping-pongs (Python and C) run for real on the MPI engines, with deadlines.
+
+Work on the engines always has a deadline shorter than nbgrader's cell timeout
+(ENGINE_TIMEOUT_S): a deadlocked submission fails that cell, the engines restart, and the rest
+of the notebook is still graded. Runs with more ranks than the engines have are separate
+`mpiexec` jobs (the job registry's "c-pingpong"), killed whole at their deadline.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ...engines.shipping import ship, unship
+from ...mpi import jobs
+from ...mpi.processes import run_group
+from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
+from .fakempi import tags_match
+from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S, nbytes_text
+
+
+def _pingpong_on_engine(package, nbytes, iters):
+    """Engine side: run a learner's fn(comm, sendbuf, recvbuf) `iters` times, check the echo."""
+    from mpi4py import MPI
+
+    from pingpong_lab.mpi import payload
+
+    fn = unship(package)
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    base = payload.base(nbytes)
+    sendbuf = np.zeros(nbytes, np.uint8)
+    recvbuf = np.zeros(nbytes, np.uint8)
+    corrupt, detail = 0, None
+    comm.Barrier()
+    for i in range(iters):
+        if rank == 0:
+            payload.fill(sendbuf, base, i)
+            recvbuf[:] = 0
+        fn(comm, sendbuf, recvbuf)
+        if rank == 0 and not payload.matches(recvbuf, base, i):
+            corrupt += 1
+            if detail is None:  # only on failure: a message-sized temporary is fine here
+                expected = np.empty_like(base)
+                payload.fill(expected, base, i)
+                bad = np.flatnonzero(recvbuf != expected)
+                j = int(bad[0])
+                detail = (
+                    f"in round trip {i + 1}, {bad.size} of {nbytes} bytes differ, the first at "
+                    f"byte {j}: expected {int(expected[j]):#04x}, received {int(recvbuf[j]):#04x}"
+                    + (
+                        " (recvbuf is still all zeros: no echo arrived in it)"
+                        if not recvbuf.any()
+                        else ""
+                    )
+                )
+    comm.Barrier()
+    return {"rank": rank, "corrupt": corrupt, "detail": detail}
+
+
+def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIMEOUT_S):
+    """Rank 0's report of a learner's Python ping-pong on the engines: corrupt, detail."""
+    results = cluster.run(_pingpong_on_engine, ship(fn), int(nbytes), int(iters), timeout=timeout)
+    return results[0]
+
+
+def check_pingpong_on_engines(cluster, fn, sizes=(0, 1, 4097, 1 << 20), iters=3):
+    """AssertionError unless every echo comes back intact at every size (with a deadline)."""
+    for nbytes in sizes:
+        report = pingpong_on_engines_report(cluster, fn, nbytes, iters)
+        corrupt = report["corrupt"]
+        assert corrupt == 0, (
+            f"{corrupt} of {iters} echoes of {nbytes_text(nbytes)} came back different from "
+            f"what rank 0 sent; {report.get('detail')}"
+        )
+    return True
+
+
+def _c_pingpong_on_engine(lib, function, nbytes, iters, instrumented):
+    """Engine side: call `int function(comm, sendbuf, recvbuf, nbytes)` iters times."""
+    from mpi4py import MPI
+
+    from pingpong_lab.mpi import ckernels, payload
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    base = payload.base(nbytes)
+    sendbuf = np.zeros(max(nbytes, 1), np.uint8)
+    recvbuf = np.zeros(max(nbytes, 1), np.uint8)
+    handle = ckernels.load(lib)
+    if instrumented:
+        handle.pp_graded_reset()
+    corrupt, codes = 0, []
+    comm.Barrier()
+    for i in range(iters):
+        if rank == 0:
+            payload.fill(sendbuf[:nbytes], base, i)
+            recvbuf[:] = 0
+        rc = ckernels.call_c(
+            lib,
+            function,
+            comm,
+            sendbuf.ctypes.data_as(ctypes.c_void_p),
+            recvbuf.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int(nbytes),
+        )
+        codes.append(int(rc))
+        if rc != 0:
+            break
+        if rank == 0 and not payload.matches(recvbuf[:nbytes], base, i):
+            corrupt += 1
+    calls = []
+    if instrumented:
+        out = (ctypes.c_int * (4 * 64))()
+        n = handle.pp_graded_calls(out, 64)
+        calls = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, 64))]
+    return {"rank": rank, "corrupt": corrupt, "codes": codes, "calls": calls}
+
+
+def c_pingpong_on_engines(
+    cluster,
+    lib,
+    nbytes,
+    iters=3,
+    function="pingpong_c",
+    instrumented=False,
+    timeout=ENGINE_TIMEOUT_S,
+):
+    """Run the learner's C ping-pong on every engine; per-rank results ordered by rank."""
+    return cluster.run(
+        _c_pingpong_on_engine,
+        str(lib),
+        function,
+        int(nbytes),
+        int(iters),
+        bool(instrumented),
+        timeout=timeout,
+    )
+
+
+def _raise_for_codes(results, function):
+    for res in results:
+        bad = [c for c in res["codes"] if c != 0]
+        if bad:
+            if bad[0] == NOT_IMPLEMENTED:
+                raise AssertionError(
+                    f"{function} is not implemented yet (it returned NOT_IMPLEMENTED)"
+                )
+            raise AssertionError(f"{function} returned {bad[0]} on rank {res['rank']} instead of 0")
+
+
+def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="pingpong_c"):
+    """Check the learner's C ping-pong (instrumented build) on the engines: calls and payload."""
+    results = c_pingpong_on_engines(cluster, lib_instrumented, nbytes, iters, function, True)
+    _raise_for_codes(results, function)
+    shown = "; ".join(
+        f"rank {r['rank']}: "
+        + (
+            ", ".join(
+                f"{GRADED_KINDS.get(k, k)}(peer={p}, tag={t}, {b} B)" for k, p, t, b in r["calls"]
+            )
+            or "nothing"
+        )
+        for r in results
+    )
+    where = f"(calls seen in the first round trip of {nbytes} bytes: {shown})"
+    per_trip = [r["calls"][: len(r["calls"]) // iters] if r["calls"] else [] for r in results]
+    r0, r1 = per_trip[0], per_trip[1]
+    assert [c[0] for c in r0] in ([1, 2], [5, 2]), f"rank 0 must MPI_Send, then MPI_Recv {where}"
+    assert [c[0] for c in r1] in ([2, 1], [2, 5]), f"rank 1 must MPI_Recv, then MPI_Send {where}"
+    assert r0[0][1] == 1 and r1[1][1] == 0, f"ranks 0 and 1 must send to each other {where}"
+    assert r0[0][3] == nbytes and r1[1][3] == nbytes, (
+        f"each message must carry all {nbytes} bytes {where}"
+    )
+    assert tags_match(r0[0][2], r1[0][2]) and tags_match(r1[1][2], r0[1][2]), f"tags differ {where}"
+    assert results[0]["corrupt"] == 0, (
+        f"{results[0]['corrupt']} of {iters} echoes came back different from what rank 0 sent "
+        f"{where}"
+    )
+    return True
+
+
+def check_c_payload(cluster, lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function="pingpong_c"):
+    """The uninstrumented C ping-pong echoes every size intact on the engines."""
+    for nbytes in sizes:
+        results = c_pingpong_on_engines(cluster, lib, nbytes, iters, function)
+        _raise_for_codes(results, function)
+        corrupt = results[0]["corrupt"]
+        assert corrupt == 0, (
+            f"{corrupt} of {iters} echoes of {nbytes_text(nbytes)} came back different from "
+            "what rank 0 sent"
+        )
+    return True
+
+
+# -- more ranks: a separate mpiexec job, with a deadline ---------------------------------------
+def run_c_with_ranks(
+    lib, nranks=3, nbytes=100, iters=2, function="pingpong_c", timeout=MPIEXEC_TIMEOUT_S
+):
+    """Run the C ping-pong in a fresh `mpiexec -n nranks` job; per-rank results.
+
+    The job runs in its own process group and is killed whole when it passes the deadline.
+    """
+    with tempfile.TemporaryDirectory(prefix="pp-grade-") as out_dir:
+        spec = {"lib": str(lib), "function": function, "nbytes": int(nbytes), "iters": int(iters)}
+        cmd = jobs.command("c-pingpong", {**spec, "out_dir": out_dir}, nranks)
+        try:
+            proc = run_group(cmd, timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"with {nranks} ranks, {function} did not finish within {timeout:g} s: probably "
+                "a deadlock (do ranks other than 0 and 1 wait for a message that never comes?)"
+            ) from None
+        results = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("rank*.json"))]
+    if proc.returncode != 0 or len(results) != nranks:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
+        raise AssertionError(
+            f"the {nranks}-rank run of {function} failed (exit {proc.returncode}):\n{tail}"
+        )
+    return sorted(results, key=lambda r: r["rank"])
+
+
+def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
+    results = run_c_with_ranks(lib, nranks, nbytes, function=function)
+    _raise_for_codes(results, function)
+    corrupt = results[0]["corrupt"]
+    assert corrupt == 0, (
+        f"with {nranks} ranks, {corrupt} echoes of {nbytes_text(nbytes)} came back different "
+        "from what rank 0 sent"
+    )
+    return True
+
+
+def c_pingpong_job(spec: dict, comm) -> int:
+    """The "c-pingpong" job (every rank): run the C ping-pong, each rank writes its result."""
+    args = spec["lib"], spec["function"], spec["nbytes"], spec["iters"]
+    result = _c_pingpong_on_engine(*args, instrumented=False)
+    Path(spec["out_dir"], f"rank{result['rank']:05d}.json").write_text(json.dumps(result))
+    return 0

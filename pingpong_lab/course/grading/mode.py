@@ -1,0 +1,72 @@
+"""Grading mode, quiet test cells, deadlines and checks on plain values.
+
+nbgrader runs with PINGPONG_LAB_GRADING=1 (course/nbgrader_config.py sets it), and notebooks
+shrink their work with `scale(normal, grading)`:
+
+    sizes = message_sizes(1, scale(64 << 20, 1 << 16))
+
+Anything a test cell writes to stderr makes nbgrader give it 0 points, so test cells run their
+work inside `with quiet():` (warnings silenced, stderr sent to stdout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+
+import numpy as np
+
+
+def grading_mode() -> bool:
+    """True when PINGPONG_LAB_GRADING is set to something other than '', '0', 'false', 'no'."""
+    value = os.environ.get("PINGPONG_LAB_GRADING", "").strip().lower()
+    return value not in ("", "0", "false", "no")
+
+
+GRADING = grading_mode()
+
+
+def scale(normal, grading):
+    """`grading` while nbgrader grades (small and fast), `normal` otherwise."""
+    return grading if grading_mode() else normal
+
+
+ENGINE_TIMEOUT_S = 20.0  # engine work in a test cell; well below the 150 s cell timeout
+MPIEXEC_TIMEOUT_S = 30.0  # a stand-alone mpiexec check (start-up included)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Run a test cell's work without writing to stderr (nbgrader scores stderr as failure).
+
+    Warnings are ignored and anything printed to sys.stderr goes to stdout instead.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.redirect_stderr(sys.stdout):
+            yield
+
+
+def nbytes_text(n) -> str:
+    """'1 byte', '4097 bytes'."""
+    return f"{n} byte" if n == 1 else f"{n} bytes"
+
+
+def assert_close(actual, expected, rtol=1e-6, what="the result"):
+    """AssertionError with both values when actual is not expected within rtol."""
+    actual_f = float(actual)
+    if not np.isclose(actual_f, expected, rtol=rtol, atol=0):
+        raise AssertionError(f"{what}: expected {expected:.6g}, got {actual_f:.6g}")
+
+
+def within_ratio(measured, reference, low=0.2, high=5.0, what="the measurement"):
+    """Compare with the reference measured in the same run: a wide ratio band, never absolutes."""
+    ratio = float(measured) / float(reference)
+    if not (low <= ratio <= high):
+        raise AssertionError(
+            f"{what} is {ratio:.2g}x the reference kernel measured just now "
+            f"(expected between {low:g}x and {high:g}x)"
+        )
+    return ratio

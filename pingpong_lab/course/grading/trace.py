@@ -1,0 +1,224 @@
+"""Checks on what a learner's ping-pong does, traced on fake ranks (see fakempi)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .fakempi import (
+    ANY_SOURCE,
+    FakeComm,
+    comm_ops,
+    describe_calls,
+    echo_sent_by,
+    fake_mpi_for,
+    tags_match,
+    wildcards,
+)
+from .mode import nbytes_text
+
+
+def trace(fn, size=4, nbytes=8, seed=0):
+    """Run fn(comm, sendbuf, recvbuf) on fake ranks 0..size-1; return each rank's calls.
+
+    Returns (logs, bufs, payload): every rank's recorded calls and its recvbuf afterwards, by
+    rank, and the payload that rank 0 had in its sendbuf. The other ranks run first and receive
+    the payload, as if rank 0 had sent it. Rank 0 then receives what rank 1 *actually* sent to
+    rank 0 with a matching tag; if rank 1 sent nothing back, nothing arrives (on real MPI rank 0
+    would wait forever) and rank 0's recvbuf keeps its zeros.
+    """
+    rng = np.random.default_rng(seed)
+    payload = rng.integers(0, 256, nbytes, dtype=np.uint8)
+    logs, bufs = [None] * size, [None] * size
+
+    def run(rank, incoming):
+        comm = FakeComm(rank, size, incoming=incoming)
+        sendbuf = payload.copy() if rank == 0 else np.zeros(nbytes, np.uint8)
+        recvbuf = np.zeros(nbytes, np.uint8)
+        with fake_mpi_for(fn):
+            fn(comm, sendbuf, recvbuf)
+        logs[rank], bufs[rank] = comm.log, recvbuf
+
+    for rank in range(1, size):
+        run(rank, lambda s, t, n, p=payload: p)
+    rank1 = logs[1] if size > 1 else []
+    run(0, lambda s, t, n: echo_sent_by(rank1, t) if s in (1, *wildcards()) else None)
+    return logs, bufs, payload
+
+
+def show_bytes(data, limit=8):
+    data = bytes(data)
+    shown = " ".join(f"{b:02x}" for b in data[:limit])
+    return shown + (" ..." if len(data) > limit else "") if data else "(empty)"
+
+
+def describe_echo(sent, echoed, reference="what rank 0 sent"):
+    """One line on how the echo compares with what was sent (bytes-like or None)."""
+    sent = bytes(memoryview(sent).cast("B"))
+    if echoed is None:
+        return "nothing (no message to its partner with a matching tag)"
+    try:
+        echoed = bytes(memoryview(echoed).cast("B"))
+    except TypeError:
+        return f"a pickled Python object, {type(echoed).__name__} {echoed!r:.60}"
+    if echoed == sent:
+        return f"{nbytes_text(len(echoed))}, identical to {reference}"
+    if len(echoed) != len(sent):
+        return (
+            f"{nbytes_text(len(echoed))} instead of {len(sent)}: {show_bytes(echoed)} "
+            f"({reference}: {show_bytes(sent)})"
+        )
+    diff = [j for j, (a, b) in enumerate(zip(sent, echoed)) if a != b]
+    zeros = " (all zeros: a buffer that never received anything?)" if not any(echoed) else ""
+    return (
+        f"{show_bytes(echoed)}{zeros}: {len(diff)} of {len(sent)} bytes differ from "
+        f"{reference} ({show_bytes(sent)}), first at byte {diff[0]}"
+    )
+
+
+def check_pingpong(fn, size=4, nbytes=64, seed=0, nonblocking=False):
+    """Check a buffer ping-pong fn(comm, sendbuf, recvbuf) on fake ranks; AssertionError if wrong.
+
+    Rank 0 must send the whole sendbuf to rank 1 and then receive the echo into recvbuf; rank 1
+    must receive and send back exactly what it received; other ranks must not communicate.
+    With nonblocking=True, Isend/Irecv are expected and every request must be completed.
+    """
+    logs, bufs, payload = trace(fn, size=size, nbytes=nbytes, seed=seed)
+    calls = describe_calls(logs)
+    where = f"(with {size} ranks and a {nbytes}-byte message; what each rank did: {calls})"
+    return check_trace(logs, bufs, payload, nonblocking=nonblocking, where=where)
+
+
+def diagnose_trace(logs, bufs, payload, nonblocking=None):
+    """None for a correct ping-pong trace (from trace()), else the first problem, in words.
+
+    nonblocking=None guesses the flavour from the calls (Isend/Irecv seen -> non-blocking).
+    """
+    if nonblocking is None:
+        nonblocking = any(op.kind in ("Isend", "Irecv") for log in logs for op in log)
+    try:
+        check_trace(logs, bufs, payload, nonblocking=nonblocking, where="")
+    except AssertionError as exc:
+        return str(exc).strip()
+    return None
+
+
+def check_trace(logs, bufs, payload, nonblocking=False, where=""):
+    """AssertionError (with `where` appended) unless the traced calls are a correct round trip."""
+    send_kinds = {"Isend"} if nonblocking else {"Send", "Ssend"}
+    recv_kinds = {"Irecv"} if nonblocking else {"Recv"}
+    api = "Isend/Irecv" if nonblocking else "Send/Recv"
+    size, nbytes = len(logs), len(payload)
+    assert size >= 2, f"a ping-pong needs at least 2 ranks, the trace has {size}"
+    for rank, log in enumerate(logs):
+        for op in comm_ops(log):
+            if op.kind in ("send", "recv", "ssend", "isend"):
+                raise AssertionError(
+                    f"rank {rank} called comm.{op.kind}, which pickles Python objects; use the "
+                    f"buffer-based comm.{api} (capital letter) here {where}"
+                )
+            if op.kind not in send_kinds | recv_kinds:
+                raise AssertionError(
+                    f"rank {rank} called comm.{op.kind}; this ping-pong uses {api} {where}"
+                )
+    r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
+    if nonblocking:  # rank 0 may post its receive first: a good habit
+        assert sorted(op.kind for op in r0) == ["Irecv", "Isend"], (
+            f"rank 0 must post one Isend and one Irecv; it called "
+            f"{[op.kind for op in r0] or 'nothing'} {where}"
+        )
+        if r0[0].kind == "Irecv":
+            r0 = [r0[1], r0[0]]
+        recv_wait = [i for i, op in enumerate(logs[0]) if op.kind == "Wait" and op is not None]
+        posted = [i for i, op in enumerate(logs[0]) if op.kind == "Isend"]
+        assert posted and (not recv_wait or posted[0] < recv_wait[-1]), (
+            f"rank 0 waits for the echo before its Isend is posted: that deadlocks {where}"
+        )
+    else:
+        assert [op.kind in send_kinds for op in r0] == [True, False], (
+            f"rank 0 must send first and then receive (one {api} each); it called "
+            f"{[op.kind for op in r0] or 'nothing'} {where}"
+        )
+    assert [op.kind in recv_kinds for op in r1] == [True, False], (
+        f"rank 1 must receive first and then send the message back (one {api} each); it "
+        f"called {[op.kind for op in r1] or 'nothing'} {where}"
+    )
+    assert r0[0].peer == 1 and r0[1].peer in (1, ANY_SOURCE), (
+        f"rank 0 must exchange with rank 1; it sent to {r0[0].peer} and received from "
+        f"{r0[1].peer} {where}"
+    )
+    assert r1[0].peer in (0, ANY_SOURCE) and r1[1].peer == 0, (
+        f"rank 1 must exchange with rank 0; it received from {r1[0].peer} and sent to "
+        f"{r1[1].peer} {where}"
+    )
+    assert r0[0].nbytes == nbytes, (
+        f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
+    )
+    assert r1[1].nbytes == nbytes, (
+        f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
+    )
+    assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, (
+        f"a receive buffer is too small for {nbytes_text(nbytes)}: rank 0 receives into "
+        f"{r0[1].nbytes}, rank 1 into {r1[0].nbytes} {where}"
+    )
+    assert tags_match(r0[0].tag, r1[0].tag), (
+        f"the tags of rank 0's send ({r0[0].tag}) and rank 1's receive ({r1[0].tag}) differ: "
+        f"on real MPI that message never matches and both ranks wait forever {where}"
+    )
+    assert tags_match(r1[1].tag, r0[1].tag), (
+        f"the tags of rank 1's send ({r1[1].tag}) and rank 0's receive ({r0[1].tag}) differ: "
+        f"on real MPI the echo never matches and rank 0 waits forever {where}"
+    )
+    assert r0[0].data == payload.tobytes(), (
+        "rank 0 must send the contents of sendbuf; it sent "
+        f"{describe_echo(payload, r0[0].data, 'the payload in sendbuf')} {where}"
+    )
+    assert r1[1].data == payload.tobytes(), (
+        "rank 1 must send back exactly the bytes it received (the payload is checked); it sent "
+        f"back {describe_echo(payload, r1[1].data)} {where}"
+    )
+    assert np.array_equal(bufs[0], payload), (
+        f"the echo must arrive in rank 0's recvbuf; it holds {show_bytes(bufs[0])} {where}"
+    )
+    for rank in range(2, size):
+        assert not comm_ops(logs[rank]), (
+            f"rank {rank} must stay idle (no messages); it called {comm_ops(logs[rank])} {where}"
+        )
+    if nonblocking:
+        for rank in (0, 1):
+            waits = sum(1 for op in logs[rank] if op.kind == "Wait")
+            assert waits >= 2, (
+                f"rank {rank} must complete (Wait for) both of its requests; it completed "
+                f"{waits} {where}"
+            )
+    return True
+
+
+def check_pickle_pingpong(fn, size=3, seed=0):
+    """Check fn(comm, obj) -> echoed obj on rank 0, None elsewhere, using lowercase send/recv."""
+    rng = np.random.default_rng(seed)
+    obj = {"numbers": rng.integers(0, 1000, 5).tolist(), "label": f"ping-{seed}"}
+    results, logs = [], []
+    for rank in range(size):
+        incoming = (lambda s, t, n, o=obj: o) if rank == 1 else None
+        comm = FakeComm(rank, size, incoming=incoming)
+        with fake_mpi_for(fn):
+            results.append(fn(comm, obj if rank == 0 else None))
+        logs.append(comm.log)
+    where = f"(what each rank did: {describe_calls(logs)})"
+    r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
+    assert [op.kind for op in r0] == ["send", "recv"], (
+        f"rank 0 must comm.send the object, then comm.recv the echo {where}"
+    )
+    assert [op.kind for op in r1] == ["recv", "send"], (
+        f"rank 1 must comm.recv, then comm.send the object back {where}"
+    )
+    assert r0[0].peer == 1 and r1[1].peer == 0, f"ranks 0 and 1 must talk to each other {where}"
+    assert r0[0].data == obj, f"rank 0 must send the object it was given {where}"
+    assert r1[1].data == obj, f"rank 1 must send back the object it received {where}"
+    assert results[0] == obj, f"rank 0 must return the echoed object, got {results[0]!r}"
+    assert all(r is None for r in results[1:]), (
+        f"ranks other than 0 must return None, got {results[1:]}"
+    )
+    for rank in range(2, size):
+        assert not comm_ops(logs[rank]), f"rank {rank} must stay idle {where}"
+    return True

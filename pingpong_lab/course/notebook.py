@@ -1,0 +1,296 @@
+"""Helpers that the course notebooks call in their "check it" and measurement cells.
+
+They run learners' functions on fake communicators (to see what each rank would do) or on the
+MPI engines (always with a deadline), and print short, readable reports.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import numpy as np
+
+from ..engines.shipping import ship, unship
+from . import grading
+from .grading.fakempi import SEND_KINDS
+from .grading.mode import ENGINE_TIMEOUT_S
+from .grading.trace import show_bytes
+
+
+# -- 00: what the machine is --------------------------------------------------------------------
+def machine() -> dict:
+    """Cores, memory, MPI library and versions of this machine (where the notebook runs)."""
+    import mpi4py
+    import psutil
+
+    from ..mpi import environment
+
+    MPI = environment.require_mpi4py()
+    vendor, version = MPI.get_vendor()
+    return {
+        "host": platform.node(),
+        "cpu": platform.processor() or platform.machine(),
+        "cores usable": environment.cpu_count(),
+        "cores (logical)": os.cpu_count(),
+        "memory GiB": round(psutil.virtual_memory().total / 2**30, 1),
+        "MPI library": f"{vendor} {'.'.join(map(str, version))}",
+        "MPI standard": "{}.{}".format(*MPI.Get_version()),
+        "mpi4py": mpi4py.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def library_version() -> str:
+    """The first line of MPI.Get_library_version() (which MPI, which build)."""
+    from mpi4py import MPI
+
+    return MPI.Get_library_version().strip().splitlines()[0]
+
+
+def _whoami():
+    import os
+    import socket
+
+    from mpi4py import MPI
+
+    try:
+        from ipykernel.kernelapp import IPKernelApp
+
+        engine_id = (
+            IPKernelApp.instance().engine_id
+            if hasattr(IPKernelApp.instance(), "engine_id")
+            else None
+        )
+    except Exception:
+        engine_id = None
+    if engine_id is None:
+        try:
+            import ipyparallel
+
+            engine_id = ipyparallel.engine.app.IPEngine.instance().id
+        except Exception:
+            engine_id = None
+    return {
+        "rank": MPI.COMM_WORLD.Get_rank(),
+        "size": MPI.COMM_WORLD.Get_size(),
+        "engine_id": engine_id,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
+
+
+def whoami(cluster, timeout=ENGINE_TIMEOUT_S) -> list[dict]:
+    """Rank, size, engine id, pid and host of every engine (ordered by rank)."""
+    return cluster.run(_whoami, timeout=timeout)
+
+
+def _call_with_world(package):
+    from mpi4py import MPI
+
+    return unship(package)(MPI.COMM_WORLD)
+
+
+def on_every_rank(cluster, fn, timeout=ENGINE_TIMEOUT_S) -> list:
+    """fn(MPI.COMM_WORLD) on every engine (fn may be defined in the notebook); by rank."""
+    return cluster.run(_call_with_world, ship(fn), timeout=timeout)
+
+
+# -- 01: ping-pong -------------------------------------------------------------------------------
+def show_trace(fn, size=4, nbytes=8):
+    """Run fn(comm, sendbuf, recvbuf) on fake ranks, print what each rank did and a diagnosis.
+
+    Rank 1 receives rank 0's payload; rank 0 then receives what rank 1 actually sent back to it
+    (with a matching tag), so a wrong echo, a missing one or a wrong order shows up here.
+    """
+    logs, bufs, payload = grading.trace(fn, size=size, nbytes=nbytes)
+    for rank, log in enumerate(logs):
+        calls = grading.comm_ops(log) or "nothing (idle)"
+        print(f"rank {rank}: {calls}")
+    sent_back = grading.echo_sent_by(logs[1]) if size > 1 else None
+    sent = next((op.data for op in logs[0] if op.kind in SEND_KINDS), None)
+    print("rank 0 sent:        ", grading.describe_echo(payload, sent, "the payload in sendbuf"))
+    print("rank 1 sent back:   ", grading.describe_echo(payload, sent_back))
+    intact = np.array_equal(bufs[0], payload)
+    print(
+        "rank 0's recvbuf now:",
+        "the payload it sent" if intact else (show_bytes(bufs[0]) + " (not the payload it sent)"),
+    )
+    problem = grading.diagnose_trace(logs, bufs, payload)
+    if problem is None:
+        print(
+            "diagnosis: a correct round trip (rank 1 echoes exactly what rank 0 sent, "
+            "other ranks idle)"
+        )
+    else:
+        print("diagnosis: NOT a correct round trip:", problem)
+
+
+def run_pingpong(cluster, fn, nbytes=1000, iters=3):
+    """Run a Python ping-pong on the engines and say whether every echo came back intact."""
+    report = grading.pingpong_on_engines_report(cluster, fn, nbytes, iters)
+    corrupt = report["corrupt"]
+    verdict = "intact" if corrupt == 0 else f"{corrupt} corrupted ({report.get('detail')})"
+    print(f"{iters} round trips of {nbytes} B between ranks 0 and 1: echoes {verdict}")
+    return corrupt == 0
+
+
+def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c"):
+    """Run the C ping-pong on the engines and say whether every echo came back intact."""
+    results = grading.c_pingpong_on_engines(cluster, lib, nbytes, iters, function)
+    codes = {c for r in results for c in r["codes"]}
+    if grading.NOT_IMPLEMENTED in codes:
+        print(f"{function} returns NOT_IMPLEMENTED: write its body first")
+        return False
+    if codes - {0}:
+        print(f"{function} returned {sorted(codes - {0})} (0 means success)")
+        return False
+    corrupt = results[0]["corrupt"]
+    verdict = "intact" if not corrupt else f"{corrupt} corrupted"
+    print(f"{iters} round trips of {nbytes} B in C: echoes {verdict}")
+    return corrupt == 0
+
+
+def _pickle_pingpong_on_engine(package, obj, iters):
+    from mpi4py import MPI
+
+    fn = unship(package)
+    comm = MPI.COMM_WORLD
+    back = None
+    for _ in range(iters):
+        back = fn(comm, obj if comm.Get_rank() == 0 else None)
+    return back
+
+
+def run_pickle_pingpong(cluster, fn, obj, iters=2, timeout=ENGINE_TIMEOUT_S):
+    """Rank 0's result of fn(comm, obj) on the engines (the echoed object)."""
+    return cluster.run(_pickle_pingpong_on_engine, ship(fn), obj, iters, timeout=timeout)[0]
+
+
+def pickle_vs_buffer(cluster, sizes, reps=200, timeout=120):
+    """Median one-way time of the buffer (Send/Recv) and pickle (send/recv) kernels per size."""
+    from ..mpi import measure
+
+    table = []
+    for mode in ("blocking", "pickle"):
+        rows, _ = cluster.run(
+            measure.sweep, "python", mode, list(sizes), reps=reps, timeout=timeout
+        )[0]
+        table.append({r["nbytes"]: r["t_median_s"] for r in rows})
+    return [
+        {
+            "nbytes": n,
+            "buffer_us": table[0][n] * 1e6,
+            "pickle_us": table[1][n] * 1e6,
+            "ratio": table[1][n] / table[0][n],
+        }
+        for n in sizes
+    ]
+
+
+# -- 02: timing ----------------------------------------------------------------------------------
+def reference_pingpong(comm, sendbuf, recvbuf):
+    """One blocking round trip between ranks 0 and 1 (the course's reference); others idle."""
+    rank = comm.Get_rank()
+    if rank == 0:
+        comm.Send(sendbuf, dest=1, tag=0)
+        comm.Recv(recvbuf, source=1, tag=0)
+    elif rank == 1:
+        comm.Recv(recvbuf, source=0, tag=0)
+        comm.Send(recvbuf, dest=0, tag=0)
+
+
+def aligned_buffer(nbytes: int) -> np.ndarray:
+    """A page-aligned uint8 array of nbytes (zeroed, so every page is touched once)."""
+    page = 4096
+    raw = np.zeros(nbytes + page, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % page
+    return raw[offset : offset + nbytes]
+
+
+def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
+    from mpi4py import MPI
+
+    time_pingpong = unship(time_pkg)
+    choose_reps = unship(reps_pkg) if reps_pkg is not None else None
+    pingpong = unship(pp_pkg)
+    comm = MPI.COMM_WORLD
+    rows = []
+    for nbytes in sizes:
+        sendbuf, recvbuf = aligned_buffer(nbytes), aligned_buffer(nbytes)
+        t_cal = time_pingpong(comm, pingpong, sendbuf, recvbuf, calibration_reps, 2)
+        if choose_reps is not None:
+            reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)
+        else:
+            reps = max(10, int(target_s / max(2 * t_cal, 1e-9)))
+        warmup = max(2, min(200, reps // 10))
+        t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
+        rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
+    return rows
+
+
+def student_sweep(
+    cluster,
+    time_pingpong,
+    choose_reps,
+    pingpong,
+    sizes,
+    target_s=0.05,
+    calibration_reps=5,
+    timeout=180,
+):
+    """Measure every size with the learner's own time_pingpong and choose_reps on the engines.
+
+    Returns rank 0's rows [{nbytes, reps, t_s}] (t_s is the one-way time, half a round trip).
+    """
+    results = cluster.run(
+        _student_sweep_on_engine,
+        ship(time_pingpong),
+        ship(choose_reps) if choose_reps is not None else None,
+        ship(pingpong),
+        [int(s) for s in sizes],
+        float(target_s),
+        int(calibration_reps),
+        timeout=timeout,
+    )
+    return results[0]
+
+
+def _reference_time_on_engine(nbytes, reps):
+    from mpi4py import MPI
+
+    from ..mpi import kernels
+
+    comm = MPI.COMM_WORLD
+    samples, _ = kernels.pingpong_blocking(comm, nbytes, max(2, reps // 10), reps)
+    rt = comm.allreduce(
+        float(np.nanmedian(samples)) if np.isfinite(samples).any() else 0.0, op=MPI.MAX
+    )
+    return rt / 2
+
+
+def reference_time(cluster, nbytes, reps=200, timeout=ENGINE_TIMEOUT_S) -> float:
+    """The course's Python blocking kernel: median one-way time at nbytes on the engines."""
+    return cluster.run(_reference_time_on_engine, int(nbytes), int(reps), timeout=timeout)[0]
+
+
+def kernel_sweep(
+    cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=300, shared_buffer=False
+):
+    """pingpong_lab.mpi.measure.sweep on the engines; rank 0's rows (one-way times).
+
+    shared_buffer=True: one buffer per rank, the answering rank echoes the received bytes.
+    """
+    from ..mpi import measure
+
+    rows, _ = cluster.run(
+        measure.sweep,
+        kind,
+        mode,
+        [int(s) for s in sizes],
+        reps=reps,
+        target_s=target_s,
+        shared_buffer=shared_buffer,
+        timeout=timeout,
+    )[0]
+    return rows

@@ -1,0 +1,400 @@
+"""A local MPI job of ipyparallel engines, with deadlines on every call.
+
+    with MPICluster(n=2) as cluster:
+        ranks = cluster.run(lambda: MPI.COMM_WORLD.Get_rank())   # [0, 1], ordered by rank
+
+Every call has a timeout. When ranks do not answer in time (a deadlock, most often), the engines
+are stopped, fresh ones are started, and DeadlockError says what probably went wrong. An engine
+that dies (a segfault in C code) gives EngineCrashError, also on fresh engines. Processes are
+tracked by PID from the moment they start and are all gone after stop(), at the latest at exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+import weakref
+
+import psutil
+
+from ..errors import ClusterStartError, DeadlockError, EngineCrashError, RemoteError
+from ..mpi import environment
+from .watchdog import end_processes
+
+DEFAULT_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 90.0
+
+_live_clusters: weakref.WeakSet = weakref.WeakSet()
+
+
+class OversubscribedWarning(UserWarning):
+    """More ranks than cores: ranks take turns on a core, so timings are inflated."""
+
+
+def _rank_and_size():
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+
+
+def _engine_host_and_core():
+    import os
+    import socket
+
+    import psutil
+    from mpi4py import MPI
+
+    try:
+        core = psutil.Process().cpu_num()
+    except (AttributeError, psutil.Error):  # cpu_num() is not available on every OS
+        core = -1
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        allowed = []
+    return {
+        "rank": MPI.COMM_WORLD.Get_rank(),
+        "host": socket.gethostname(),
+        "core": core,  # where the rank ran last: unpinned ranks may move between cores
+        "allowed_cores": allowed,
+        "pid": os.getpid(),
+    }
+
+
+class MPICluster:
+    """N ipyparallel engines started by one mpiexec, so that they share MPI.COMM_WORLD."""
+
+    def __init__(
+        self,
+        n: int = 2,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        start_timeout: float = START_TIMEOUT_S,
+        env: dict | None = None,
+    ):
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive number of engines, got {n!r}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        self.n = n
+        self.timeout = float(timeout)
+        self.start_timeout = float(start_timeout)
+        self.env = dict(env or {})
+        self._cluster = None
+        self._client = None
+        self._view = None
+        self._profile_dir = None
+        self._pids: set[int] = set()
+        self._watchdog: subprocess.Popen | None = None
+        self._engine_order: list[int] = []  # engine ids sorted by MPI rank
+        self.placement: list[dict] = []
+
+    # -- life cycle -------------------------------------------------------------------------
+    def start(self) -> MPICluster:
+        """Start the controller and n MPI engines; check that they form one MPI job."""
+        if self._client is not None:
+            return self
+        mpiexec = environment.mpiexec()  # fails in milliseconds when there is no MPI
+        environment.require_mpi4py()
+        cores = environment.cpu_count()
+        if self.n > cores:
+            warnings.warn(
+                f"{self.n} ranks on {cores} cores: ranks share cores, so timings are "
+                "oversubscribed (inflated and noisy). Use them for correctness, not speed.",
+                OversubscribedWarning,
+                stacklevel=2,
+            )
+        import ipyparallel as ipp
+
+        self._profile_dir = tempfile.mkdtemp(prefix="pingpong-lab-ipp-")
+        self._cluster = ipp.Cluster(
+            engines="mpi",
+            n=self.n,
+            profile_dir=self._profile_dir,
+            cluster_id=f"pingpong-lab-{uuid.uuid4().hex[:8]}",
+            log_level=logging.ERROR,
+            engine_timeout=int(self.start_timeout),
+        )
+        self._cluster.config.MPILauncher.mpi_cmd = [mpiexec]
+        self._cluster.config.MPIEngineSetLauncher.environment = self.env
+        _live_clusters.add(self)
+        self._start_watchdog()
+        try:
+            self._cluster.start_cluster_sync(n=self.n)
+            self._client = self._cluster.connect_client_sync()
+            # interactive=False: no progress-bar widget left in the learner's notebook
+            self._client.wait_for_engines(
+                self.n, timeout=self.start_timeout, block=True, interactive=False
+            )
+        except BaseException as exc:
+            self._record_pids()
+            self.stop()
+            raise ClusterStartError(
+                f"{self.n} MPI engines did not start within {self.start_timeout:.0f} s: {exc}"
+            ) from exc
+        self._record_pids()
+        self._view = self._client[:]
+        self._view.block = False
+        try:
+            ranks = self._view.apply_async(_rank_and_size).get(timeout=self.start_timeout)
+            placement = self._view.apply_async(_engine_host_and_core).get(
+                timeout=self.start_timeout
+            )
+        except BaseException as exc:
+            self.stop()
+            raise ClusterStartError(f"the engines started but do not answer: {exc}") from exc
+        sizes = {size for _, size in ranks}
+        if sizes != {self.n}:
+            self.stop()
+            raise ClusterStartError(
+                f"expected one MPI job of {self.n} ranks but the engines see COMM_WORLD sizes "
+                f"{sorted(sizes)}: mpiexec and mpi4py are probably from different MPIs."
+            )
+        targets = list(self._view.targets)
+        by_rank = sorted(zip((r for r, _ in ranks), targets))
+        self._engine_order = [eid for _, eid in by_rank]
+        self.placement = sorted(placement, key=lambda p: p["rank"])
+        return self
+
+    def _start_watchdog(self) -> None:
+        """A separate process that ends this cluster's processes if this process dies first."""
+        pid_file = os.path.join(self._profile_dir, "pids.json")
+        with open(pid_file, "w") as f:
+            json.dump([], f)
+        watchdog = subprocess.Popen(
+            [sys.executable, "-m", "pingpong_lab.engines.watchdog", str(os.getpid()), pid_file],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the notebook does not reach it
+        )
+        self._pids.add(watchdog.pid)
+        self._watchdog = watchdog
+
+    def _write_pid_file(self) -> None:
+        if not self._profile_dir:
+            return
+        pid_file = os.path.join(self._profile_dir, "pids.json")
+        tmp = pid_file + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(sorted(self._pids), f)
+            os.replace(tmp, pid_file)
+        except OSError:
+            pass
+
+    def _record_pids(self) -> None:
+        """Remember every process of this cluster (controller, mpiexec, proxies, engines)."""
+        if self._cluster is None:
+            return
+        launchers = [self._cluster.controller, *self._cluster.engines.values()]
+        for launcher in launchers:
+            pid = getattr(launcher, "pid", None) if launcher is not None else None
+            if not pid:
+                continue
+            try:
+                proc = psutil.Process(pid)
+                self._pids.add(pid)
+                self._pids.update(child.pid for child in proc.children(recursive=True))
+            except psutil.NoSuchProcess:
+                pass
+        self._write_pid_file()
+
+    def stop(self) -> None:
+        """Stop engines and controller; make sure every process this cluster started is gone."""
+        self._record_pids()
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:
+                pass
+        if self._cluster is not None:
+            try:
+                self._cluster.stop_cluster_sync()
+            except Exception:
+                pass
+        if self._profile_dir:  # the watchdog sees its pid file go and exits
+            shutil.rmtree(self._profile_dir, ignore_errors=True)
+        self._end_processes(grace_s=3.0)
+        if self._watchdog is not None:
+            try:
+                self._watchdog.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            self._watchdog = None
+        self._cluster = self._client = self._view = self._profile_dir = None
+        self._engine_order = []
+        _live_clusters.discard(self)
+
+    def _end_processes(self, grace_s: float) -> None:
+        end_processes(self._pids, grace_s)
+        self._pids.clear()
+
+    def restart(self) -> MPICluster:
+        """Replace all engines by fresh ones."""
+        self.stop()
+        return self.start()
+
+    @property
+    def pids(self) -> set[int]:
+        """PIDs of the processes of this cluster (for checking that none outlive it)."""
+        self._record_pids()
+        return set(self._pids)
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None
+
+    def __enter__(self) -> MPICluster:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"MPICluster(n={self.n}, {state})"
+
+    # -- work -------------------------------------------------------------------------------
+    def run(
+        self, func, *args, timeout: float | None = None, label: str | None = None, **kwargs
+    ) -> list:
+        """Run func(*args, **kwargs) on every rank at once; return the results ordered by rank.
+
+        Raises DeadlockError when some rank has not returned within `timeout` seconds (the
+        engines are then restarted), EngineCrashError when an engine died, and RemoteError
+        when the function raised on an engine. `label` names the work in those messages
+        (default: the function's name), e.g. "your pingpong".
+        """
+        if self._client is None:
+            self.start()
+        deadline = self.timeout if timeout is None else float(timeout)
+        ar = self._view.apply_async(func, *args, **kwargs)
+        name = label or getattr(func, "__name__", "the function")
+        try:
+            ar.wait(deadline)
+            if not ar.ready():
+                self._handle_timeout(ar, name, deadline)
+            results = ar.get(timeout=1)
+        except (DeadlockError, EngineCrashError):
+            raise
+        except Exception as exc:
+            self._handle_remote_failure(exc, name)
+        by_engine = dict(zip(self._view.targets, results))
+        return [by_engine[eid] for eid in self._engine_order]
+
+    def _engines_alive(self) -> bool:
+        engine_launchers = list(self._cluster.engines.values()) if self._cluster else []
+        for launcher in engine_launchers:
+            pid = getattr(launcher, "pid", None)
+            if not pid or not psutil.pid_exists(pid):
+                return False
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                return False
+        return bool(engine_launchers)
+
+    def _crash_output(self) -> str:
+        """What MPI or the OS said about a dead engine (not ipyparallel's own log chatter)."""
+        lines = []
+        for launcher in self._cluster.engines.values() if self._cluster else []:
+            try:
+                lines += launcher.get_output().splitlines()
+            except Exception:
+                pass
+        keep = ("fatal", "error", "signal", "segmentation", "abort", "exit code", "terminated")
+        useful = [
+            ln.strip()
+            for ln in lines
+            if any(k in ln.lower() for k in keep) and "[IPEngine" not in ln and ln.strip()
+        ]
+        return "\n".join(dict.fromkeys(useful[-8:]))
+
+    def _handle_timeout(self, ar, name: str, deadline: float):
+        pending = set(self._client.outstanding)
+        rank_of = {eid: rank for rank, eid in enumerate(self._engine_order)}
+        engine_ids = list(self._view.targets)
+        waiting = sorted(rank_of[eid] for eid, mid in zip(engine_ids, ar.msg_ids) if mid in pending)
+        if not self._engines_alive():
+            output = self._crash_output()
+            self.restart()
+            raise EngineCrashError(_crash_message(name, output))
+        self.restart()
+        raise DeadlockError(
+            f"{name} had not returned after {deadline:g} s on rank(s) {waiting}: the ranks are "
+            "probably deadlocked. Common causes: both ranks call a blocking Send before either "
+            "posts a Recv (large messages cannot be buffered), a Recv waits for a message that "
+            "is never sent (wrong peer, tag or count), or only some ranks call a collective. "
+            f"The {self.n} engines were restarted; the next call runs on fresh engines."
+        )
+
+    def _handle_remote_failure(self, exc: Exception, name: str):
+        from ipyparallel import error as ipp_error
+
+        died = isinstance(exc, ipp_error.EngineError) or (
+            isinstance(exc, ipp_error.CompositeError)
+            and any(err[0] == "EngineError" for err in exc.elist)
+        )
+        if died or not self._engines_alive():
+            output = self._crash_output()
+            self.restart()
+            raise EngineCrashError(_crash_message(name, output)) from None
+        if isinstance(exc, ipp_error.CompositeError):
+            rank_of = {eid: rank for rank, eid in enumerate(self._engine_order)}
+            parts = []
+            for err in exc.elist:
+                ename, evalue, _tb, info = err
+                eid = info.get("engine_id") if isinstance(info, dict) else None
+                where = f"rank {rank_of[eid]}" if eid in rank_of else "an engine"
+                parts.append(f"{where}: {ename}: {evalue}")
+            summary = "; ".join(dict.fromkeys(parts))
+            raise RemoteError(f"{name} failed on the engines - {summary}") from None
+        if isinstance(exc, ipp_error.RemoteError):
+            raise RemoteError(f"{name} failed on an engine - {exc.ename}: {exc.evalue}") from None
+        raise exc
+
+
+def _crash_message(name: str, output: str) -> str:
+    return (
+        f"an engine died while running {name}: a segfault or an MPI error in C code, most "
+        "often. Check array bounds, buffer sizes and pointers, and that MPI counts are in "
+        "elements of the datatype (n elements of MPI_INT are 4n bytes: use MPI_BYTE for bytes). "
+        "The engines were restarted." + (f"\nMPI said:\n{output}" if output else "")
+    )
+
+
+@atexit.register
+def stop_all_clusters() -> None:
+    for cluster in list(_live_clusters):
+        try:
+            cluster.stop()
+        except Exception:
+            pass
+
+
+def wait_gone(pids, timeout: float = 10.0) -> bool:
+    """True when none of `pids` is running any more (zombies count as gone)."""
+    end = time.monotonic() + timeout
+    while True:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)

@@ -1,0 +1,62 @@
+"""Shipping notebook functions to ipyparallel engines, with the globals they use."""
+
+from __future__ import annotations
+
+import pickle
+import types
+
+
+def ship(fn, _depth=0):
+    """Package a notebook function with the globals it uses, to run it on the engines.
+
+    ipyparallel re-creates an interactively defined function on an engine with the engine's
+    globals, where the notebook's imports and constants do not exist. ship() records the
+    module names and plain values the function refers to (and other notebook functions it
+    calls, recursively); unship() puts them in place on the engine.
+    """
+    if not isinstance(fn, types.FunctionType) or fn.__module__ not in ("__main__", None):
+        return ("value", fn)
+    names = set()
+
+    def collect(code):
+        names.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                collect(const)
+
+    collect(fn.__code__)
+    env = []
+    for name in sorted(names):
+        if name not in fn.__globals__:
+            continue
+        value = fn.__globals__[name]
+        if isinstance(value, types.ModuleType):
+            env.append((name, "module", value.__name__))
+        elif isinstance(value, types.FunctionType) and value.__module__ == "__main__":
+            if _depth < 3 and value is not fn:
+                env.append((name, "shipped", ship(value, _depth + 1)))
+        else:
+            try:
+                if len(pickle.dumps(value)) < 1_000_000:
+                    env.append((name, "value", value))
+            except Exception:
+                pass
+    return ("shipped", fn, tuple(env))
+
+
+def unship(package):
+    """The function of a ship() package, with its globals restored (runs on the engine)."""
+    import importlib
+
+    kind = package[0]
+    if kind == "value":
+        return package[1]
+    _, fn, env = package
+    for name, how, value in env:
+        if how == "module":
+            fn.__globals__.setdefault(name, importlib.import_module(value))
+        elif how == "shipped":
+            fn.__globals__.setdefault(name, unship(value))
+        else:
+            fn.__globals__.setdefault(name, value)
+    return fn

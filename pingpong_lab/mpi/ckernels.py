@@ -1,0 +1,265 @@
+"""Load C kernels (kernels_c/) into this process through ctypes, and compile learners' C.
+
+The library is checked before it is loaded (the "ABI preflight"): it must have been compiled
+against the same MPI as mpi4py, or MPI handles passed to it would be garbage. The build stamps
+"PP_BUILD_INFO:vendor=...;version=...;handle=...;" into the binary; we read it from the file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ABIMismatchError, CompileError, KernelError
+from . import environment
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+KERNELS_DIR = PACKAGE_ROOT / "kernels_c"
+DEFAULT_LIBRARY = KERNELS_DIR / "build" / "libpingpong.so"
+
+SHARED_BUFFER = 1  # flags, as in pp_util.h
+CORRUPT_ECHO = 2
+BATCH_SHIFT = 8  # PP_FLAGS_BATCH(k): round trips per timed sample
+MAX_BATCH = 1 << 22
+ERRORS = {
+    -1: "bad argument (negative size or count, or no sample buffer)",
+    -2: "the pairwise exchange needs an even number of ranks (bottom half <-> top half)",
+    -3: "a ping-pong needs at least 2 ranks",
+    -4: "could not allocate the message buffers (message too large for memory?)",
+    -5: "an MPI call failed (see the engine's stderr)",
+}
+C_FUNCTIONS = {
+    "blocking": "pp_pingpong_blocking",
+    "nonblocking": "pp_pingpong_nonblocking",
+    "pairwise": "pp_pairwise",
+}
+_INFO = re.compile(rb"PP_BUILD_INFO:vendor=([^;\0]*);version=([^;\0]*);handle=([^;\0]*);")
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def build_info(path) -> dict:
+    """What a kernels_c library says it was built against, read without loading it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist: build the C kernels first (`make kernels`)"
+        )
+    found = _INFO.search(path.read_bytes())
+    if not found:
+        raise ABIMismatchError(
+            f"{path} carries no PP_BUILD_INFO stamp: compile it with kernels_c/pp_build_info.c"
+        )
+    vendor, version, handle = (part.decode() for part in found.groups())
+    return {"vendor": vendor, "version": version, "handle": handle}
+
+
+def runtime_info() -> dict:
+    """The MPI that mpi4py runs on, in the terms of build_info()."""
+    MPI = environment.require_mpi4py()
+    name, version = MPI.get_vendor()
+    handle = "int" if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int) else "pointer"
+    return {"vendor": name, "version": ".".join(map(str, version)), "handle": handle}
+
+
+def preflight(path) -> None:
+    """Refuse a library built against another MPI than mpi4py's (vendor, version, handles)."""
+    built, running = build_info(path), runtime_info()
+    if built != running:
+        raise ABIMismatchError(
+            f"{path} was built against {built['vendor']} {built['version']} "
+            f"(MPI handles are {built['handle']}s) but mpi4py runs on {running['vendor']} "
+            f"{running['version']} (handles are {running['handle']}s). Rebuild it with this "
+            f"environment's mpicc ({_mpicc_or_hint()}): `make kernels`."
+        )
+
+
+def _mpicc_or_hint() -> str:
+    try:
+        return environment.mpicc()
+    except Exception:
+        return "mpicc not found"
+
+
+def comm_type():
+    """The ctypes type of an MPI_Comm handle for mpi4py's MPI (int for MPICH, else pointer)."""
+    MPI = environment.require_mpi4py()
+    return ctypes.c_int if MPI._sizeof(MPI.Comm) == ctypes.sizeof(ctypes.c_int) else ctypes.c_void_p
+
+
+def comm_handle(comm):
+    """The C handle of an mpi4py communicator, as the right ctypes value."""
+    MPI = environment.require_mpi4py()
+    return comm_type()(MPI._handleof(comm))
+
+
+def load(path=DEFAULT_LIBRARY, check_abi: bool = True) -> ctypes.CDLL:
+    """Load a library once per process (after the ABI preflight) and declare its kernels."""
+    key = str(Path(path).resolve())
+    if key in _loaded:
+        return _loaded[key]
+    if check_abi:
+        preflight(path)
+        lib = ctypes.CDLL(key)
+        MPI = environment.require_mpi4py()
+        if hasattr(lib, "pp_sizeof_comm") and lib.pp_sizeof_comm() != MPI._sizeof(MPI.Comm):
+            raise ABIMismatchError(
+                f"{path}: sizeof(MPI_Comm) is {lib.pp_sizeof_comm()} bytes in the library "
+                f"but {MPI._sizeof(MPI.Comm)} in mpi4py"
+            )
+    else:
+        lib = ctypes.CDLL(key)
+    for cname in C_FUNCTIONS.values():
+        if hasattr(lib, cname):
+            fn = getattr(lib, cname)
+            fn.argtypes = [
+                comm_type(),
+                ctypes.c_size_t,
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.c_int,
+                ctypes.POINTER(ctypes.c_double),
+            ]
+            fn.restype = ctypes.c_int
+    _loaded[key] = lib
+    return lib
+
+
+def c_kernel(mode: str, path=DEFAULT_LIBRARY):
+    """A Python callable with the interface of kernels.py that runs the C kernel `mode`."""
+    if mode not in C_FUNCTIONS:
+        raise ValueError(f"unknown C kernel {mode!r}; choose one of {sorted(C_FUNCTIONS)}")
+
+    def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
+        lib = load(path)
+        fn = getattr(lib, C_FUNCTIONS[mode])
+        samples = np.full(max(int(iters), 1), np.nan)
+        if nbytes < 0 or warmup < 0 or iters < 0:
+            raise KernelError(f"sizes and counts must be non-negative: {nbytes}, {warmup}, {iters}")
+        if not 1 <= int(batch) < MAX_BATCH:
+            raise KernelError(f"batch must be between 1 and {MAX_BATCH - 1}, got {batch}")
+        flags = (SHARED_BUFFER if shared_buffer else 0) | (CORRUPT_ECHO if corrupt_echo else 0)
+        flags |= int(batch) << BATCH_SHIFT
+        rc = fn(
+            comm_handle(comm),
+            int(nbytes),
+            int(warmup),
+            int(iters),
+            flags,
+            samples.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        )
+        if rc < 0:
+            raise KernelError(f"C kernel {mode} at {nbytes} B: {ERRORS.get(rc, f'error {rc}')}")
+        return samples[: int(iters)], rc
+
+    kernel.__name__ = f"c_{mode}"
+    return kernel
+
+
+# -- learners' C ------------------------------------------------------------------------------
+def build_dir() -> Path:
+    """Where compiled learner libraries go (override with $PINGPONG_LAB_BUILD)."""
+    root = os.environ.get("PINGPONG_LAB_BUILD") or (Path.home() / ".cache" / "pingpong-lab")
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def build_cached(
+    name: str, source: str, *, compiler: str, flags=(), extra=(), shared=True, timeout=120.0
+) -> Path:
+    """Compile C source text (plus the C files `extra`) into build_dir(), once per content.
+
+    The output is named after a hash of everything that goes into it, so an edited cell never
+    reuses a stale build (dlopen would return the old library for the same path), and it is
+    renamed into place only when complete. `shared`: a library (-fPIC -shared), else an
+    executable. Raises CompileError with the compiler's messages (file names as the learner
+    knows them) when it fails; prints its warnings when it succeeds.
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise CompileError("there is no C source to compile (the cell or file is empty)")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"name must be a C-like identifier, got {name!r}")
+    extra = [Path(p) for p in extra]
+    recipe = [source, compiler, *flags, str(shared), *(p.read_text() for p in extra)]
+    digest = hashlib.sha1("\0".join(recipe).encode()).hexdigest()[:12]
+    out_dir = build_dir()
+    src = out_dir / f"{name}_{digest}.c"
+    out = out_dir / (f"lib{name}_{digest}.so" if shared else f"{name}_{digest}")
+    if out.exists():
+        return out
+    src.write_text(source)
+    tmp = out_dir / f".{out.name}.{os.getpid()}.tmp"
+    cmd = [compiler, *flags, *(["-fPIC", "-shared"] if shared else [])]
+    cmd += [str(src), *map(str, extra), "-o", str(tmp), "-lm"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        tmp.unlink(missing_ok=True)
+        raise CompileError(f"compiling {name}.c took more than {timeout:g} s") from None
+    messages = proc.stderr.replace(str(src), f"{name}.c").strip()
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise CompileError(f"{name}.c does not compile:\n{messages}")
+    os.replace(tmp, out)  # atomic: a half-written library is never loaded
+    if messages:
+        print(f"compiler warnings for {name}.c:\n{messages}")
+    return out
+
+
+def compile_c(
+    source: str, name: str = "student", with_util: bool = True, cflags=(), extra=()
+) -> Path:
+    """Compile C source text with this environment's mpicc into a uniquely named library.
+
+    kernels_c/ is on the include path and pp_build_info.c (the ABI stamp) is always compiled
+    in; with `with_util`, so is kernels_c/pp_util.c (buffers, payload, timing loop); `extra`
+    adds more C files. Raises CompileError with the compiler's messages when it fails.
+    """
+    files = [KERNELS_DIR / "pp_build_info.c", *([KERNELS_DIR / "pp_util.c"] if with_util else [])]
+    flags = ["-O2", "-g", "-Wall", "-Wextra", f"-I{KERNELS_DIR}", *cflags]
+    compiler = environment.mpicc()
+    return build_cached(name, source, compiler=compiler, flags=flags, extra=[*files, *extra])
+
+
+def call_c(path, function: str, comm, *args, restype=ctypes.c_int, check_abi: bool = True):
+    """Call `function(comm_handle, *args)` from a library (loaded once per process).
+
+    An MPI error inside the call (which C code often ignores) raises KernelError with MPI's
+    own message on the rank where it happened.
+    """
+    lib = load(path, check_abi=check_abi)
+    if not hasattr(lib, function):
+        raise KernelError(f"{Path(path).name} has no function named {function!r}")
+    fn = getattr(lib, function)
+    fn.restype = restype
+    # mpi4py makes MPI errors return codes (to raise exceptions), and C that ignores them
+    # carries on silently after, say, a truncated receive. During the call, an error handler
+    # records what MPI reported; it is raised here, on the rank where it happened.
+    MPI = environment.require_mpi4py()
+    reported: list[str] = []
+
+    def record(_comm, code):
+        reported.append(MPI.Get_error_string(code))
+
+    handler = MPI.Comm.Create_errhandler(record)
+    previous = comm.Get_errhandler()
+    comm.Set_errhandler(handler)
+    try:
+        result = fn(comm_handle(comm), *args)
+    finally:
+        comm.Set_errhandler(previous)
+        previous.Free()
+        handler.Free()
+    if reported:
+        raise KernelError(
+            f"MPI reported an error inside {function}(): {'; '.join(dict.fromkeys(reported))}. "
+            "Check that both sides agree on peers, tags, counts and datatypes (a receive must "
+            "be at least as large as the message)."
+        )
+    return result

@@ -1,0 +1,394 @@
+"""Measuring: choose repetitions, run a kernel on every rank, keep every sample, summarise.
+
+All functions here run on every rank of `comm` at once (SPMD): under plain mpiexec (the job
+registry's "sweep": `python -m pingpong_lab.mpi.jobs sweep SPEC`) or on ipyparallel engines
+(`MPICluster.run(sweep, ...)`).
+Ranks agree on repetition counts (Allreduce MAX) and on failures (no rank is left waiting in a
+kernel when another gave up). Rank 0 gets the results; the other ranks get None.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+
+from ..analysis import stats
+from ..data import results
+from ..errors import KernelError, PayloadError, PingPongLabError
+from . import environment, kernels
+
+KINDS = ("c", "python")
+MODES = ("blocking", "nonblocking", "pairwise", "pickle")
+TARGET_S = 0.25  # measured time of the first round at each message size
+REL_CI = 0.02  # stop when the median's 95% CI is within +/- 2% of it ...
+BUDGET_S = 1.0  # ... or when this much time was spent on the size
+MIN_REPS = 20
+MAX_REPS = 100_000
+CALIBRATION_REPS = 5
+MAX_WARMUP = 200
+BLOCK_FACTOR = 100  # a timed block must last at least 100x the timer's resolution
+
+
+def message_sizes(min_bytes: int, max_bytes: int) -> list[int]:
+    """Powers of two from min_bytes to max_bytes (0 is allowed and followed by 1)."""
+    if min_bytes < 0 or max_bytes < min_bytes:
+        raise ValueError(f"need 0 <= min_bytes <= max_bytes, got {min_bytes} and {max_bytes}")
+    sizes, n = [], min_bytes
+    while n <= max_bytes:
+        sizes.append(n)
+        n = 2 * n if n else 1
+    return sizes
+
+
+def get_kernel(kind: str, mode: str, library=None):
+    """The kernel callable for ('c' | 'python', mode)."""
+    if kind == "python":
+        if mode not in kernels.PYTHON_KERNELS:
+            raise ValueError(
+                f"unknown Python kernel {mode!r}; one of {sorted(kernels.PYTHON_KERNELS)}"
+            )
+        return kernels.PYTHON_KERNELS[mode]
+    if kind == "c":
+        from . import ckernels
+
+        if mode == "pickle":
+            raise ValueError("'pickle' is a Python-only kernel (it pickles Python objects)")
+        return ckernels.c_kernel(mode, library or ckernels.DEFAULT_LIBRARY)
+    raise ValueError(f"unknown kernel kind {kind!r}; choose 'c' or 'python'")
+
+
+def run_kernel(
+    kind: str,
+    mode: str,
+    nbytes: int,
+    warmup: int,
+    iters: int,
+    *,
+    shared_buffer: bool = False,
+    corrupt_echo: bool = False,
+    library=None,
+    comm=None,
+):
+    """Run one kernel once on this rank (call on every rank): (samples, n_corrupt), unchecked.
+
+    Handy on engines: cluster.run(measure.run_kernel, "c", "blocking", 1024, 10, 100).
+    """
+    comm = comm if comm is not None else _mpi().COMM_WORLD
+    kernel = get_kernel(kind, mode, library)
+    return kernel(
+        comm, nbytes, warmup, iters, shared_buffer=shared_buffer, corrupt_echo=corrupt_echo
+    )
+
+
+def run_agreed(comm, kernel, nbytes, warmup, iters, **options) -> np.ndarray:
+    """Run a kernel on every rank; raise the same error on every rank if any rank failed."""
+    try:
+        samples, corrupt = kernel(comm, nbytes, warmup, iters, **options)
+        status, message = (1, f"{corrupt} corrupted echo(es)") if corrupt else (0, "")
+    except KernelError as exc:
+        samples, status, message = None, 2, str(exc)
+    worst = comm.allreduce(status, op=_mpi().MAX)
+    if worst:
+        messages = [m for m in comm.allgather(message) if m]
+        text = f"{getattr(kernel, '__name__', 'kernel')} at {nbytes} B: " + "; ".join(
+            dict.fromkeys(messages)
+        )
+        if worst == 1:
+            raise PayloadError(text + " - the echo must send back exactly the bytes it received")
+        raise KernelError(text)
+    return samples
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def timer_resolution(comm) -> float:
+    """The MPI_Wtime resolution as measured (not only Wtick), the worst over ranks."""
+    MPI = _mpi()
+    return comm.allreduce(stats.measured_timer_resolution(MPI.Wtime, n=50), op=MPI.MAX)
+
+
+def plan(
+    comm,
+    kernel,
+    nbytes,
+    *,
+    target_s=TARGET_S,
+    min_reps=MIN_REPS,
+    max_reps=MAX_REPS,
+    resolution_s=1e-9,
+    batch=None,
+    **options,
+) -> tuple[int, int]:
+    """(reps, batch) for one size from a short calibration run; every rank gets the same.
+
+    batch (round trips per timed sample) is the smallest that makes a timed block last
+    BLOCK_FACTOR x the timer resolution; reps make the first round last about target_s. Ranks
+    that do not time propose the minimum, and the maximum over ranks wins (Allreduce MAX).
+    A fixed `batch` whose block would be too short for the timer is refused.
+    """
+    MPI = _mpi()
+    samples = run_agreed(comm, kernel, nbytes, 1, CALIBRATION_REPS, **options)
+    timed = samples[~np.isnan(samples)] if samples is not None else np.array([])
+    auto_batch, reps = 1, min_reps
+    if timed.size:
+        round_trip = max(float(np.median(timed)), 1e-9)
+        auto_batch = max(1, math.ceil(BLOCK_FACTOR * resolution_s / float(np.min(timed))))
+        reps = int(min(max_reps, max(min_reps, math.ceil(target_s / (round_trip * auto_batch)))))
+    auto_batch = comm.allreduce(auto_batch, op=MPI.MAX)
+    reps = comm.allreduce(reps, op=MPI.MAX)
+    if batch is not None:
+        shortest = comm.allreduce(float(np.min(timed)) if timed.size else math.inf, op=MPI.MIN)
+        stats.check_timed_block(shortest * batch, resolution_s, BLOCK_FACTOR)
+        return reps, int(batch)
+    return reps, auto_batch
+
+
+def warmup_for(reps: int) -> int:
+    """Warm-up iterations (not timed): a tenth of the timed ones, at least 2."""
+    return max(2, min(MAX_WARMUP, reps // 10))
+
+
+def gather_one_way(comm, samples) -> np.ndarray | None:
+    """On rank 0: a (ranks x reps) array of one-way times (half round trips), NaN = not timed."""
+    rows = comm.gather(samples, root=0)
+    if comm.Get_rank() != 0:
+        return None
+    return np.vstack(rows) / 2.0
+
+
+def summary_row(
+    nbytes: int, reps: int, warmup: int, t: np.ndarray, *, tick_s: float = 0.0, **extra
+) -> dict:
+    """The tidy CSV row of one message size from its per-iteration one-way times t.
+
+    tick_s is the smallest one-way time difference the clock can resolve; the reported CI
+    half-width is never narrower than it (see ci_half_width).
+    """
+    s = stats.summarize(t, n_boot=0)  # the order-statistics CI; bootstrap on demand
+    row = {
+        "nbytes": int(nbytes),
+        "reps": int(reps),
+        "warmup": int(warmup),
+        "t_median_s": s.median,
+        "t_min_s": s.min,
+        "t_mean_s": s.mean,
+        "t_max_s": s.max,
+        "t_std_s": s.std,
+        "t_p90_s": s.p90,
+        "t_p99_s": s.p99,
+        "ci_lo_s": s.ci_lo,
+        "ci_hi_s": s.ci_hi,
+        "ci_rel_halfwidth": ci_half_width(s, tick_s),
+        "n_outliers": s.n_high_iqr + s.n_low_iqr,
+        "bandwidth_Bps": (nbytes / s.median) if s.median > 0 else float("nan"),
+    }
+    row.update(extra)
+    return row
+
+
+def ci_half_width(s, tick_s: float = 0.0) -> float:
+    """Half the median's CI width relative to the median (0.02 means +/- 2%).
+
+    Never less than tick_s / median: when many samples fall on the same clock tick the
+    order-statistics CI can collapse to zero width, but no measurement is more precise than
+    the clock that took it.
+    """
+    if not s.median > 0 or math.isnan(s.ci_lo):
+        return float("nan")
+    return max(s.median - s.ci_lo, s.ci_hi - s.median, tick_s) / s.median
+
+
+def one_way_tick(resolution_s: float, batch: int) -> float:
+    """The clock's resolution as seen in one one-way sample: a batched round trip, halved."""
+    return resolution_s / (2.0 * max(1, batch))
+
+
+def measure_size(
+    comm,
+    kernel,
+    nbytes,
+    *,
+    reps=None,
+    batch=None,
+    rel_ci=REL_CI,
+    budget_s=BUDGET_S,
+    target_s=TARGET_S,
+    min_reps=MIN_REPS,
+    max_reps=MAX_REPS,
+    resolution_s=1e-9,
+    **options,
+):
+    """Measure one size in rounds until the median's CI is narrow enough or the budget is spent.
+
+    Every round's samples are kept. Rank 0 decides whether to stop and broadcasts it, so all
+    ranks run the same rounds. On rank 0 returns (row, one_way (ranks x all reps)); else None.
+    The row's stop_reason says why it stopped: "ci" (precision reached), "budget" (time ran
+    out first) or "fixed" (reps given, one round). Precision is judged with the CI half-width
+    floored at the timer's resolution, so a target finer than the clock runs to the budget.
+    """
+    start = time.perf_counter()
+    planned, batch = plan(
+        comm,
+        kernel,
+        nbytes,
+        target_s=target_s,
+        min_reps=min_reps,
+        max_reps=max_reps,
+        resolution_s=resolution_s,
+        batch=batch,
+        **options,
+    )
+    n = reps if reps is not None else planned
+    warmup = warmup_for(n)
+    tick = one_way_tick(resolution_s, batch)
+    rounds = []
+    while True:
+        samples = run_agreed(comm, kernel, nbytes, warmup, n, batch=batch, **options)
+        one_way = gather_one_way(comm, samples)
+        decision = None
+        if comm.Get_rank() == 0:
+            rounds.append(one_way)
+            s = stats.summarize(stats.max_across_ranks(np.hstack(rounds)), n_boot=0)
+            width = ci_half_width(s, tick)
+            if reps is not None or rel_ci is None:
+                decision = "fixed"
+            elif width <= rel_ci:
+                decision = "ci"
+            elif time.perf_counter() - start >= budget_s:
+                decision = "budget"
+        decision = comm.bcast(decision, root=0)
+        if decision is not None:
+            break
+    if comm.Get_rank() != 0:
+        return None
+    everything = np.hstack(rounds)
+    row = summary_row(
+        nbytes,
+        everything.shape[1],
+        warmup,
+        stats.max_across_ranks(everything),
+        tick_s=tick,
+        batch=batch,
+        rounds=len(rounds),
+        stop_reason=decision,
+    )
+    return row, everything
+
+
+def sweep(
+    kind: str,
+    mode: str,
+    sizes,
+    *,
+    reps: int | None = None,
+    batch: int | None = None,
+    rel_ci: float | None = REL_CI,
+    budget_s: float = BUDGET_S,
+    target_s: float = TARGET_S,
+    min_reps: int = MIN_REPS,
+    max_reps: int = MAX_REPS,
+    shared_buffer: bool = False,
+    library=None,
+    comm=None,
+    progress=None,
+):
+    """Measure every size; on rank 0 return (rows, raw) where raw[nbytes] = (ranks x reps).
+
+    By default each size is measured adaptively (see measure_size): +/- rel_ci precision of the
+    median or budget_s seconds, whichever comes first. `reps` fixes the repetitions (one round).
+    `progress(index, total, row, seconds)` is called on rank 0 after each size.
+    """
+    comm = comm if comm is not None else _mpi().COMM_WORLD
+    kernel = get_kernel(kind, mode, library)
+    resolution = timer_resolution(comm)
+    rows, raw = [], {}
+    sizes = list(sizes)
+    for index, nbytes in enumerate(sizes):
+        start = time.perf_counter()
+        out = measure_size(
+            comm,
+            kernel,
+            nbytes,
+            reps=reps,
+            batch=batch,
+            rel_ci=rel_ci,
+            budget_s=budget_s,
+            target_s=target_s,
+            min_reps=min_reps,
+            max_reps=max_reps,
+            resolution_s=resolution,
+            shared_buffer=shared_buffer,
+        )
+        if out is not None:
+            row, one_way = out
+            row["timer_resolution_s"] = resolution
+            rows.append(row)
+            raw[nbytes] = one_way
+            if progress is not None:
+                progress(index, len(sizes), row, time.perf_counter() - start)
+    if comm.Get_rank() != 0:
+        return None
+    return rows, raw
+
+
+# -- the sweep job (`pingpong-lab sweep` under mpiexec) ----------------------------------------
+def _print_progress(index, total, row, seconds):
+    ci = row["ci_rel_halfwidth"] * 100
+    print(
+        f"[{index + 1:>2}/{total}] {row['nbytes']:>10} B  median {row['t_median_s'] * 1e6:10.2f} us"
+        f" +/-{ci:5.2f}%  min {row['t_min_s'] * 1e6:10.2f} us  reps {row['reps']:>6}"
+        f" x{row['batch']}  {row['stop_reason']:<6} ({seconds:.2f} s)",
+        flush=True,
+    )
+
+
+def sweep_job(args: dict, comm) -> int:
+    """The job behind `pingpong-lab sweep` (every rank): measure, then rank 0 writes the results.
+
+    Rank 0 prints one progress line per size; an error is printed as one line on stderr by
+    rank 0 and every rank returns 1 (no rank is left waiting).
+    """
+    try:
+        out = sweep(
+            args["kind"],
+            args["mode"],
+            args["sizes"],
+            target_s=args.get("target_s", TARGET_S),
+            rel_ci=args.get("rel_ci", REL_CI),
+            budget_s=args.get("budget_s", BUDGET_S),
+            reps=args.get("reps"),
+            shared_buffer=args.get("shared_buffer", False),
+            library=args.get("library"),
+            comm=comm,
+            progress=_print_progress,
+        )
+        info = environment.provenance(
+            comm,
+            kernel=args["kind"],
+            mode=args["mode"],
+            sizes=args["sizes"],
+            buffers="shared" if args.get("shared_buffer") else "separate",
+            launcher="mpiexec",
+            precision={"rel_ci": args.get("rel_ci"), "budget_s_per_size": args.get("budget_s")},
+            transport=args.get("transport", "default"),
+        )
+        if comm.Get_rank() == 0:
+            rows, raw = out
+            info["repetitions"] = {str(r["nbytes"]): r["reps"] for r in rows}
+            info["stop_reasons"] = {str(r["nbytes"]): r["stop_reason"] for r in rows}
+            met = sum(r["stop_reason"] in ("ci", "fixed") for r in rows)
+            print(f"precision target met at {met} of {len(rows)} sizes", flush=True)
+            results.write_results(args["out"], rows, info, raw)
+            print(f"wrote {args['out']} ({len(rows)} sizes)", flush=True)
+        return 0
+    except (PingPongLabError, OSError, ValueError) as exc:
+        if comm.Get_rank() == 0:
+            print(f"pingpong-lab sweep: error: {exc}", file=sys.stderr, flush=True)
+        return 1

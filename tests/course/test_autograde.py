@@ -1,0 +1,255 @@
+"""The nbgrader course end to end: release, submit, autograde, feedback (real nbgrader runs).
+
+Everything runs in a temporary copy of course/ so that the repository is never touched. One
+module-scoped fixture generates every assignment in course/source (so new notebooks are
+included automatically), submits, per assignment, the solution and the untouched release (and,
+for 00-02, partly correct submissions, one of which deadlocks), and autogrades them all once;
+the tests then read the gradebook, the graded notebooks and the process table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pingpong_lab.course import build
+
+from ..conftest import requires_mpi
+
+ROOT = Path(__file__).resolve().parents[2]
+COURSE = ROOT / "course"
+ASSIGNMENTS = build.assignments(COURSE)
+
+pytestmark = [requires_mpi, pytest.mark.nbgrader, pytest.mark.timeout(900)]
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text, f"the partial-submission edit no longer applies: {old!r}"
+    return text.replace(old, new)
+
+
+_SEND = "        comm.Send(sendbuf, dest=1, tag=TAG)\n"
+_RECV = "        comm.Recv(recvbuf, source=1, tag=TAG)\n"
+
+# Partly correct submissions: the solution with one part broken, and the score it must get.
+PARTIAL = {
+    "00_setup": (
+        lambda s: _edit(
+            s, 'ordered = sorted(results, key=lambda r: r["rank"])', "ordered = results"
+        ),
+        {"test_by_rank": 0},
+    ),
+    # rank 0 receives before it sends: a deadlock on the engines (and a clear message on fakes)
+    "01_pingpong": (
+        lambda s: _edit(s, _SEND + _RECV, _RECV + _SEND),
+        {"test_pingpong_calls": 0, "test_pingpong_engines": 0},
+    ),
+    "02_timing": (
+        lambda s: _edit(
+            s, "return int(comm.allreduce(reps, op=MPI.MAX))", "return int(reps)  # no agreement"
+        ),
+        {"test_choose_reps": 0},
+    ),
+}
+
+
+def _notebook(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _submit(course: Path, student: str, name: str, source: Path, edit=None) -> None:
+    nb = _notebook(source)
+    if edit is not None:
+        for cell in nb["cells"]:
+            text = "".join(cell["source"])
+            cell["source"] = edit(text)
+    target = course / "submitted" / student / name
+    target.mkdir(parents=True, exist_ok=True)
+    (target / f"{name}.ipynb").write_text(json.dumps(nb))
+
+
+def _partial_edit(name):
+    edit, _ = PARTIAL[name]
+
+    def apply(text):
+        try:
+            return edit(text)
+        except AssertionError:
+            return text
+
+    return apply
+
+
+def _tagged_processes(tag: str) -> list[str]:
+    """Live processes (not zombies) whose environment carries our tag."""
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get("PINGPONG_LAB_TEST_TAG") == tag:
+                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:120]}")
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A generated, submitted and autograded copy of the course."""
+    root = tmp_path_factory.mktemp("course-pipeline")
+    course = root / "course"
+    shutil.copytree(COURSE / "source", course / "source")
+    shutil.copy(COURSE / "nbgrader_config.py", course / "nbgrader_config.py")
+    tag = uuid.uuid4().hex
+    env = {
+        **os.environ,
+        "PINGPONG_LAB_TEST_TAG": tag,
+        "PINGPONG_LAB_GRADING": "1",
+        "PINGPONG_LAB_BUILD": str(root / "c-build"),
+        "PINGPONG_LAB_EXCHANGE": str(root / "exchange"),
+    }
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "pingpong_lab.course.build", "release"],
+        cwd=course,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    release_s = time.perf_counter() - start
+    for name in ASSIGNMENTS:
+        solution = root / "solutions" / name / f"{name}.ipynb"
+        _submit(course, "solution", name, solution)
+        _submit(course, "untouched", name, root / "exercises" / name / f"{name}.ipynb")
+        if name in PARTIAL:
+            _submit(course, "partial", name, solution, _partial_edit(name))
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pingpong_lab.course.build", "autograde"],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    autograde_s = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    print(f"\nrelease {release_s:.0f} s, autograde {autograde_s:.0f} s\n{proc.stdout}")
+    return {
+        "root": root,
+        "course": course,
+        "tag": tag,
+        "env": env,
+        "scores": {(a, s): (score, mx) for a, s, score, mx in build.scores(course)},
+        "log": proc.stdout,
+    }
+
+
+def _grade_cells(nb: dict) -> dict:
+    return {
+        c["metadata"]["nbgrader"]["grade_id"]: c
+        for c in nb["cells"]
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade")
+    }
+
+
+def _cell_score(course: Path, student: str, name: str, grade_id: str) -> float:
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        return gb.find_grade(grade_id, name, name, student).score
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_the_solution_submitted_as_a_student_scores_full_marks(graded, name):
+    score, max_score = graded["scores"][(name, "solution")]
+    assert max_score > 0
+    if score != max_score:
+        nb = _notebook(graded["course"] / "autograded" / "solution" / name / f"{name}.ipynb")
+        failing = {
+            gid: [o.get("ename") or o.get("text", "")[:200] for o in c.get("outputs", [])]
+            for gid, c in _grade_cells(nb).items()
+            if any(o["output_type"] == "error" or o.get("name") == "stderr" for o in c["outputs"])
+        }
+        pytest.fail(f"{name}: solution scored {score}/{max_score}; failing cells: {failing}")
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_the_untouched_release_scores_zero(graded, name):
+    score, max_score = graded["scores"][(name, "untouched")]
+    assert score == 0, f"{name}: an empty submission got {score}/{max_score}"
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL))
+def test_a_partly_correct_submission_loses_exactly_the_broken_parts(graded, name):
+    if name not in ASSIGNMENTS:
+        pytest.skip(f"{name} is not in course/source")
+    course = graded["course"]
+    score, max_score = graded["scores"][(name, "partial")]
+    _, broken = PARTIAL[name]
+    nb = _notebook(course / "autograded" / "partial" / name / f"{name}.ipynb")
+    cells = _grade_cells(nb)
+    lost = sum(cells[gid]["metadata"]["nbgrader"]["points"] for gid in broken)
+    assert 0 < score < max_score
+    assert score == max_score - lost, f"{name}: {score}/{max_score}, expected {max_score - lost}"
+    for gid in broken:
+        assert _cell_score(course, "partial", name, gid) == 0
+
+
+def test_a_deadlocked_pingpong_fails_its_cell_by_deadline_and_the_rest_is_graded(graded):
+    if "01_pingpong" not in ASSIGNMENTS:
+        pytest.skip("no 01_pingpong")
+    nb = _notebook(
+        graded["course"] / "autograded" / "partial" / "01_pingpong" / "01_pingpong.ipynb"
+    )
+    cells = _grade_cells(nb)
+    errors = [o for o in cells["test_pingpong_engines"]["outputs"] if o["output_type"] == "error"]
+    assert errors and errors[0]["ename"] == "DeadlockError", errors  # not CellTimeoutError
+    for gid in ("test_pingpong_c_calls", "test_pingpong_c_payload", "test_pingpong_pickle"):
+        assert _cell_score(graded["course"], "partial", "01_pingpong", gid) > 0, gid
+
+
+def test_no_engine_controller_or_mpiexec_outlives_the_grading(graded):
+    left = _tagged_processes(graded["tag"])
+    deadline = time.monotonic() + 15
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _tagged_processes(graded["tag"])
+    assert not left, "processes left behind by autograding:\n" + "\n".join(left)
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_every_submission_gets_an_html_feedback_report(graded, name):
+    for student in ("solution", "untouched") + (("partial",) if name in PARTIAL else ()):
+        html = graded["course"] / "feedback" / student / name / f"{name}.html"
+        assert html.is_file() and html.stat().st_size > 1000, html
+
+
+def test_the_same_submission_gets_the_same_score_twice(graded):
+    name = "00_setup" if "00_setup" in ASSIGNMENTS else ASSIGNMENTS[0]
+    student = "partial" if name in PARTIAL else "solution"
+    before = graded["scores"][(name, student)]
+    subprocess.run(
+        [sys.executable, "-m", "nbgrader", "autograde", name, "--student", student, "--force"],
+        cwd=graded["course"],
+        env=graded["env"],
+        check=True,
+        capture_output=True,
+    )
+    after = {(a, s): (sc, mx) for a, s, sc, mx in build.scores(graded["course"])}
+    assert after[(name, student)] == before
+
+
+def test_committed_exercises_and_solutions_match_a_fresh_generation(graded):
+    problems = build.compare_generated(graded["root"], ROOT, ASSIGNMENTS)
+    assert not problems, "regenerate with `make release`: " + ", ".join(problems)

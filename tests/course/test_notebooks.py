@@ -1,0 +1,187 @@
+"""Notebooks 03 (variability), 04 (model fitting) and 05 (contention): structure and execution.
+
+The structure tests read the source notebooks only (fast). The execution tests run each source
+notebook, solutions included, top to bottom in grading mode (PINGPONG_LAB_GRADING=1) in a
+temporary directory, as nbgrader would, and check that no cell fails and that no graded cell
+writes to stderr (nbgrader would give it 0 points).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import requires_mpi
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "course" / "source"
+NOTEBOOKS = ["03_variability", "04_model", "05_contention"]
+NEXT = {"03_variability": "04_model", "04_model": "05_contention", "05_contention": None}
+PART = re.compile(r"^## Part ([A-Z]) \((\d+) points?\)", re.MULTILINE)
+CELL_TIMEOUT_S = 150  # the course's nbgrader per-cell limit (course/nbgrader_config.py)
+
+
+def load(name: str) -> dict:
+    return json.loads((SOURCE / name / f"{name}.ipynb").read_text())
+
+
+def meta(cell: dict) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def text(cell: dict) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def graded(nb: dict) -> list[tuple[int, dict]]:
+    return [(i, c) for i, c in enumerate(nb["cells"]) if meta(c).get("grade")]
+
+
+@pytest.fixture(params=NOTEBOOKS)
+def name(request) -> str:
+    return request.param
+
+
+def test_the_notebook_opens_with_questions_objectives_and_a_time_estimate(name):
+    first = load(name)["cells"][0]
+    assert first["cell_type"] == "markdown"
+    src = text(first)
+    assert src.startswith("# " + name[:2]), "the title names the notebook number"
+    for needed in ("## Questions", "## Objectives", "**Time:**"):
+        assert needed in src, f"{name}: the first cell lacks {needed!r}"
+    assert src.index("## Questions") < src.index("## Objectives")
+
+
+def test_the_notebook_closes_with_key_points_and_a_link_onwards(name):
+    last = text(load(name)["cells"][-1])
+    assert "## Key points" in last
+    nxt = NEXT[name]
+    if nxt:
+        assert f"../{nxt}/{nxt}.ipynb" in last, f"{name} must link to {nxt}"
+    else:
+        assert "](" in last, "the last notebook links somewhere to go next"
+
+
+def test_source_notebooks_carry_no_outputs(name):
+    for i, cell in enumerate(load(name)["cells"]):
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs") and cell.get("execution_count") is None, f"cell {i}"
+
+
+def test_grade_ids_are_unique_and_descriptive(name):
+    ids = [meta(c)["grade_id"] for c in load(name)["cells"] if meta(c)]
+    assert len(ids) == len(set(ids)), f"duplicate grade_id in {name}: {ids}"
+    for gid in ids:
+        assert re.fullmatch(r"[a-z][a-z0-9_]{3,}", gid), f"grade_id {gid!r} is not descriptive"
+
+
+def test_every_graded_cell_follows_a_visible_check_cell(name):
+    cells = load(name)["cells"]
+    for i, _ in graded(load(name)):
+        prev = next(j for j in range(i - 1, -1, -1) if cells[j]["cell_type"] == "code")
+        assert not meta(cells[prev]), f"{name} cell {i}: the code cell before a test is a check"
+        sol = next(j for j in range(prev - 1, -1, -1) if cells[j]["cell_type"] == "code")
+        assert meta(cells[sol]).get("solution"), f"{name} cell {i}: check follows the solution"
+
+
+def test_test_cells_have_a_docstring_hidden_tests_and_no_stderr(name):
+    for i, cell in graded(load(name)):
+        src = text(cell)
+        assert re.match(r'"""[^\n]+"""\n', src), f"{name} cell {i}: one-line docstring first"
+        assert "with grading.quiet():" in src, f"{name} cell {i}: work runs inside quiet()"
+        assert meta(cell).get("locked") and meta(cell).get("points", 0) > 0
+    assert any("### BEGIN HIDDEN TESTS" in text(c) for _, c in graded(load(name)))
+    for _, c in graded(load(name)):
+        src = text(c)
+        assert src.count("### BEGIN HIDDEN TESTS") == src.count("### END HIDDEN TESTS")
+
+
+def test_solution_cells_are_stubs_with_docstrings(name):
+    cells = [c for c in load(name)["cells"] if meta(c).get("solution")]
+    assert cells, f"{name} has no exercise"
+    for cell in cells:
+        src = text(cell)
+        c_cell = src.lstrip().startswith("%%writefile")
+        begin, end = (
+            ("/* BEGIN SOLUTION */", "/* END SOLUTION */")
+            if c_cell
+            else (
+                "### BEGIN SOLUTION",
+                "### END SOLUTION",
+            )
+        )
+        assert begin in src and end in src, f"solution region missing in:\n{src[:200]}"
+        if c_cell:
+            assert "#define NOT_IMPLEMENTED" in src, "C cells define NOT_IMPLEMENTED for the stub"
+        else:
+            assert '"""' in src.split(begin)[0], "the stub keeps a docstring above the solution"
+
+
+def test_part_points_add_up_to_the_graded_points(name):
+    nb = load(name)
+    cells = nb["cells"]
+    parts = []  # (letter, points, index of header cell)
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown":
+            for letter, pts in PART.findall(text(cell)):
+                parts.append((letter, int(pts), i))
+    assert parts, f"{name} has no '## Part X (N points)' sections"
+    letters = [p[0] for p in parts]
+    assert letters == [chr(ord("A") + k) for k in range(len(parts))], letters
+    bounds = [p[2] for p in parts] + [len(cells)]
+    for (letter, pts, start), end in zip(parts, bounds[1:], strict=True):
+        got = sum(meta(c).get("points", 0) for c in cells[start:end] if meta(c).get("grade"))
+        assert got == pts, f"{name} Part {letter}: header says {pts}, tests give {got}"
+        before = text(cells[start - 1]).strip() if start else ""
+        assert before.startswith("---") or text(cells[start]).startswith("---"), (
+            f"{name} Part {letter} is not separated by ---"
+        )
+
+
+# -- execution ---------------------------------------------------------------------------------
+def execute(name: str, workdir: Path) -> tuple[dict, float]:
+    import nbformat
+    from nbclient import NotebookClient
+
+    shutil.copytree(SOURCE / name, workdir, dirs_exist_ok=True)
+    path = workdir / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    env_before = os.environ.get("PINGPONG_LAB_GRADING")
+    os.environ["PINGPONG_LAB_GRADING"] = "1"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    start = time.perf_counter()
+    try:
+        NotebookClient(
+            nb,
+            timeout=CELL_TIMEOUT_S,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(workdir)}},
+        ).execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("PINGPONG_LAB_GRADING", None)
+        else:
+            os.environ["PINGPONG_LAB_GRADING"] = env_before
+    return nb, time.perf_counter() - start
+
+
+@requires_mpi
+@pytest.mark.parametrize("nb_name", NOTEBOOKS)
+def test_the_solution_notebook_runs_cleanly_in_grading_mode(nb_name, tmp_path, c_library):
+    nb, seconds = execute(nb_name, tmp_path / nb_name)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"{nb_name} cell {i} failed: {errors[0].ename}: {errors[0].evalue}"
+        if meta(cell).get("grade"):
+            stderr = [o for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"]
+            assert not stderr, f"{nb_name} graded cell {i} wrote to stderr: {stderr[0].text[:300]}"
+    assert seconds < 150, f"{nb_name} took {seconds:.0f} s in grading mode"

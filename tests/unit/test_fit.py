@@ -1,0 +1,158 @@
+"""Claims about `pingpong-lab fit` (pingpong_lab.fitcli): output and bad-input handling."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pingpong_lab.analysis.synthetic import synthetic_sweep, write_sweep_csv
+from pingpong_lab.apps import fit
+
+ALPHA, BETA = 1.5e-6, 1.0 / (8 * 2**30)
+
+
+@pytest.fixture(scope="module")
+def line_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fit") / "line.csv"
+    return write_sweep_csv(synthetic_sweep(ALPHA, BETA), path)
+
+
+@pytest.fixture(scope="module")
+def jump_csv(tmp_path_factory):
+    sweep = synthetic_sweep(
+        ALPHA, BETA, noise="gaussian", reps=30, seed=2, breakpoint=65536, alpha2=20e-6
+    )
+    return write_sweep_csv(sweep, tmp_path_factory.mktemp("fit") / "jump.csv")
+
+
+def _run(capsys, *argv):
+    code = fit.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_text_output_reports_alpha_beta_bandwidth_r2_and_n_half(capsys, line_csv):
+    code, out, err = _run(capsys, line_csv)
+    assert code == 0 and err == ""
+    assert "alpha:      1.5e-06 s (1.5 us)" in out
+    assert "beta:       1.164e-10 s/byte" in out
+    assert "= 8 GiB/s" in out and "Mbit/s" in out
+    assert "R^2:        1.000000" in out
+    assert "n_1/2:      1.288e+04 bytes" in out
+    assert "weighted (relative error)" in out
+
+
+def test_json_output_is_one_object_with_the_fit(capsys, line_csv):
+    code, out, _ = _run(capsys, line_csv, "--json")
+    assert code == 0 and out.count("\n") == 1
+    result = json.loads(out)
+    assert result["alpha_s"] == pytest.approx(ALPHA, rel=1e-9)
+    assert result["beta_s_per_byte"] == pytest.approx(BETA, rel=1e-9)
+    assert result["bandwidth_Bps"] == pytest.approx(8 * 2**30, rel=1e-9)
+    assert result["n_half_bytes"] == pytest.approx(ALPHA / BETA, rel=1e-9)
+    assert result["r2"] == pytest.approx(1.0) and result["method"] == "weighted"
+    assert "breakpoint_bytes" not in result
+
+
+def test_ols_flag_selects_plain_least_squares(capsys, line_csv):
+    _, out, _ = _run(capsys, line_csv, "--json", "--ols")
+    assert json.loads(out)["method"] == "ols"
+    _, text, _ = _run(capsys, line_csv, "--ols")
+    assert "method:     OLS" in text
+
+
+def test_piecewise_json_reports_the_breakpoint_and_both_segments(capsys, jump_csv):
+    code, out, _ = _run(capsys, jump_csv, "--piecewise", "--json")
+    result = json.loads(out)
+    assert code == 0
+    assert result["breakpoint_bytes"] == 65536 and result["two_segments_better"] is True
+    lower, upper = result["segments"]
+    assert lower["from_bytes"] == 1 and lower["to_bytes"] == 32768
+    assert upper["from_bytes"] == 65536 and upper["to_bytes"] == 2**24
+    assert lower["alpha_s"] == pytest.approx(ALPHA, rel=0.05)
+    assert upper["alpha_s"] == pytest.approx(20e-6, rel=0.1)
+
+
+def test_piecewise_text_names_the_breakpoint(capsys, jump_csv):
+    _, out, _ = _run(capsys, jump_csv, "--piecewise")
+    assert "breakpoint: 65536 bytes (two segments better: yes" in out
+
+
+def test_column_option_fits_another_time_column(capsys, line_csv):
+    _, out, _ = _run(capsys, line_csv, "--json", "--column", "t_min_s")
+    assert json.loads(out)["column"] == "t_min_s"
+
+
+def test_negative_ols_alpha_is_flagged_and_json_stays_valid(capsys, tmp_path):
+    sweep = synthetic_sweep(ALPHA, BETA, sizes=2 ** np.arange(27), noise="gaussian", reps=1, seed=1)
+    path = write_sweep_csv(sweep, tmp_path / "neg.csv")
+    _, out, _ = _run(capsys, path, "--ols")
+    assert "warning:    alpha <= 0 is unphysical" in out
+    _, out, _ = _run(capsys, path, "--ols", "--json")
+    assert json.loads(out)["n_half_bytes"] is None  # NaN becomes null, not invalid JSON
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty (no header line)"),
+        ("nbytes,t_median_s\n", "no data rows"),
+        ("nbytes,t_median_s\n8,1e-6\n", "only one data row"),
+        ("nbytes,t_median_s\n8,1e-6\n16,2e-6,9\n", "malformed line 3"),
+        ("nbytes,t_median_s\n8,1e-6\n16,slow\n", "malformed line 3"),
+        ("nbytes,t_max_s\n8,1e-6\n16,2e-6\n", "no column 't_median_s'"),
+        ("nbytes,t_median_s\n-8,1e-6\n16,2e-6\n", "nbytes must be positive"),
+    ],
+)
+def test_bad_csv_gives_one_error_line_and_exit_status_2(capsys, tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    code, out, err = _run(capsys, path)
+    assert code == 2 and out == ""
+    assert err.startswith("pingpong-lab fit: error: ") and err.count("\n") == 1
+    assert message in err
+
+
+def test_missing_file_gives_one_error_line(capsys, tmp_path):
+    code, _, err = _run(capsys, tmp_path / "missing.csv")
+    assert code == 2
+    assert err == f"pingpong-lab fit: error: no such file: {tmp_path / 'missing.csv'}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [([], "required: csv"), (["x.csv", "--bogus"], "unrecognized arguments: --bogus")],
+)
+def test_usage_errors_give_one_line_and_exit_status_2(capsys, argv, message):
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and message in err
+
+
+def test_piecewise_with_too_few_sizes_is_an_input_error(capsys, tmp_path):
+    path = tmp_path / "short.csv"
+    path.write_text("nbytes,t_median_s\n1,1e-6\n2,1e-6\n4,1e-6\n8,1.1e-6\n")
+    code, _, err = _run(capsys, path, "--piecewise")
+    assert code == 2 and "piecewise fit needs at least 6 distinct sizes" in err
+
+
+def test_help_exits_0(capsys):
+    code, out, _ = _run(capsys, "--help")
+    assert code == 0 and out.startswith("usage: pingpong-lab fit")
+
+
+def test_module_runs_as_a_script_without_traceback(line_csv, tmp_path):
+    ok = subprocess.run(
+        [sys.executable, "-m", "pingpong_lab", "fit", str(line_csv), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0 and json.loads(ok.stdout)["method"] == "weighted"
+    bad = subprocess.run(
+        [sys.executable, "-m", "pingpong_lab", "fit", str(tmp_path / "nope.csv")],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("pingpong-lab fit: error: no such file")
