@@ -8,14 +8,8 @@
  * intact) or a negative PP_ERR_* code. samples[i] receives the round-trip time of timed
  * iteration i in seconds on ranks that start an exchange; other ranks write NaN there.
  *
- * Methodology (OSU's, with a payload check): each rank sends from its own page-aligned buffer
- * and receives into another, both reused. The payload's body is written once; only its first
- * and last PP_STAMP_BYTES change from iteration to iteration, so the loop writes 16 bytes and
- * the send buffer stays clean in the caches. The starting rank checks each reply after stopping
- * its clock; the answering rank replies from its own buffer, then checks what it received,
- * stamps its next reply and sends an empty "ready" message, which the starter waits for before
- * starting its clock again: no check is ever timed. With PP_SHARED_BUFFER each rank has one
- * buffer for both directions and the answering rank sends back the very bytes it received.
+ * The method (two buffers, stamped payload, untimed checks, "ready" message) is described once,
+ * in README.md, "The method".
  */
 #ifndef PP_UTIL_H
 #define PP_UTIL_H

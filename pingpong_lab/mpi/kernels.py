@@ -8,8 +8,8 @@ Every kernel is called on every rank of `comm` at once:
 exchange and NaN on the others (answering or idle ranks); `n_corrupt` counts the messages this
 rank received that differ from the payload sent. With batch=k each sample is the mean round trip
 of k back-to-back exchanges (for round trips too short for the timer); the payload changes from
-sample to sample. Warm-up iterations are not timed, a Barrier starts the timed iterations
-together, and payloads are checked outside the timed region (see _run_pairs).
+sample to sample. The method (buffers, payload, untimed checks) is described once, in
+README.md, "The method".
 
 - ``blocking``: buffer-mode ``Send``/``Recv`` on byte arrays (no pickling, like C).
 - ``nonblocking``: ``Isend``/``Irecv`` and ``Waitall``.

@@ -1,9 +1,9 @@
 """The ping-pong payload: bytes that depend on position and iteration, as in kernels_c.
 
 Byte j of iteration i is (7*j + j//256 + 13*i + 1) mod 256, so a stale echo (last iteration's
-message), a shifted or a truncated one never matches. The kernels send a lighter variant that
-changes only at both ends (stamp / stamped_ok); students' ping-pongs are checked with fill /
-matches.
+message), a shifted or a truncated one never matches. The kernels send a variant that changes
+only at both ends (Stamps; README.md, "The method"); students' ping-pongs are checked with
+fill / matches.
 """
 
 from __future__ import annotations
