@@ -1,23 +1,23 @@
 """Published ping-pong figures from the course's source documents, as data with citations.
 
-Each dataset names the source file in ``/work/shared/seeds`` it was read from and what was
-measured. Units are part of every name. Numbers are transcribed as printed; where a source is
+Each dataset cites the document it was read from (author, title, institution, year) and says
+what was measured. Units are part of every name. Numbers are transcribed as printed; where a source is
 internally inconsistent, both readings are kept and the disagreement is noted.
 
 Sources:
 
-- ``AGH2020``: seed 001_e95f1c9369aede96.txt, I. Tomkowicz, lab report, AGH University of
-  Science and Technology, Krakow, 8 March 2020 (Polish). C ping-pong with MPI_Send/MPI_Recv and
+- ``AGH2020``: I. Tomkowicz, MPI ping-pong lab report (in Polish), AGH University of Science
+  and Technology, Krakow, 8 March 2020. C ping-pong with MPI_Send/MPI_Recv and
   with MPI_Isend/MPI_Irecv, 10000 iterations, message sizes 64 bit .. 1 Mbit, four placements.
-- ``DURHAM``: seed 004_f1b4e0dc6dcfbfae.txt, C. Marcotte, "Measuring point-to-point message
-  latency with ping-pong", Durham University course exercise. alpha-beta fits on the Hamilton
+- ``DURHAM``: C. Marcotte, "Measuring point-to-point message latency with ping-pong", course
+  exercise, Durham University. alpha-beta fits on the Hamilton
   6, 7 and 8 clusters, intra- and inter-node, messages 1 B .. 16 MB.
-- ``UFRN2025``: seed 000_0c9ac56536b6b9bd.txt, W. A. de Souza Barradas, slides, UFRN DCA3703,
-  25 September 2025 (Portuguese). 2 ranks, 1000 iterations, 8 B .. 64 MB.
-- ``HPC4DS2025``: seed 003_a10829bfc0835e9a.txt, G. Boi and M. Piccoli, HPC4DS benchmark
-  report, 17 October 2025. Four PBS placements; the report gives plots only, no numbers.
-- ``UFSC``: seed 002_8624013e38e65ecf.txt, S. T. Sari, A. B. Sales, C. B. Westphall, slides,
-  UFSC (Portuguese). netperf TCP latency vs segment size with linear fits.
+- ``UFRN2025``: W. A. de Souza Barradas, course slides for DCA3703 (in Portuguese), Universidade
+  Federal do Rio Grande do Norte (UFRN), 25 September 2025. 2 ranks, 1000 iterations, 8 B .. 64 MB.
+- ``HPC4DS2025``: G. Boi and M. Piccoli, "HPC4DS - Benchmark", course report, 17 October
+  2025. Four PBS placements; the report gives plots only, no numbers.
+- ``UFSC``: S. T. Sari, A. B. Sales and C. B. Westphall, slides on network latency measurement
+  (in Portuguese), Universidade Federal de Santa Catarina (UFSC). netperf TCP latency vs segment size with linear fits.
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------------------------
-# AGH 2020 (seed 001)
+# AGH 2020
 # --------------------------------------------------------------------------------------------
 
 AGH2020_SOURCE = (
-    "seed 001_e95f1c9369aede96.txt: I. Tomkowicz, AGH Krakow lab report (Polish), 2020-03-08, "
-    "tables 2.1-2.9"
+    "I. Tomkowicz, MPI ping-pong lab report (in Polish), AGH University of Science and "
+    "Technology, Krakow, 2020, tables 2.1-2.9"
 )
 
 AGH2020_ITERATIONS = 10000
@@ -203,12 +203,12 @@ def agh2020_one_way_time(api: str, placement: str) -> tuple[np.ndarray, np.ndarr
 
 
 # --------------------------------------------------------------------------------------------
-# Durham, Hamilton 6/7/8 (seed 004)
+# Durham, Hamilton 6/7/8
 # --------------------------------------------------------------------------------------------
 
 DURHAM_SOURCE = (
-    "seed 004_f1b4e0dc6dcfbfae.txt: C. Marcotte, Durham University, ping-pong exercise, "
-    "captions of figures 2 (intra-node) and 3 (inter-node)"
+    'C. Marcotte, "Measuring point-to-point message latency with ping-pong", course exercise, '
+    "Durham University, captions of figures 2 (intra-node) and 3 (inter-node)"
 )
 
 DURHAM_HAMILTON: tuple[dict, ...] = (
@@ -251,12 +251,12 @@ def durham_alpha_beta(machine: str, placement: str) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------------------------
-# UFRN 2025 (seed 000), HPC4DS 2025 (seed 003), UFSC (seed 002)
+# UFRN 2025, HPC4DS 2025, UFSC
 # --------------------------------------------------------------------------------------------
 
 UFRN2025 = {
-    "source": "seed 000_0c9ac56536b6b9bd.txt: W. A. de Souza Barradas, UFRN DCA3703 slides, "
-    "2025-09-25",
+    "source": "W. A. de Souza Barradas, DCA3703 course slides (in Portuguese), Universidade "
+    "Federal do Rio Grande do Norte (UFRN), 2025",
     "ranks": 2,
     "iterations": 1000,
     "sizes_bytes": (8, 64 * 10**6),
@@ -270,8 +270,7 @@ UFRN2025 = {
 """Regimes reported for a 2-rank C ping-pong; no fitted alpha/beta values are given."""
 
 HPC4DS2025 = {
-    "source": "seed 003_a10829bfc0835e9a.txt: G. Boi, M. Piccoli, HPC4DS benchmark report, "
-    "2025-10-17",
+    "source": 'G. Boi and M. Piccoli, "HPC4DS - Benchmark", course report, 2025',
     "ranks": 2,
     "runs_averaged": 100,
     "sizes_bytes": (1, 2**30),
@@ -291,8 +290,8 @@ UFSC_NETPERF_FITS: tuple[dict, ...] = (
     {"cluster": "Linux", "intercept": 0.273835, "slope_per_byte": 0.000336, "r2": 0.913747},
     {"cluster": "SP2", "intercept": 1.735339, "slope_per_byte": 0.000677, "r2": 0.231976},
 )
-"""netperf TCP latency = intercept + slope * segment size (64..1518 bytes), seed
-002_8624013e38e65ecf.txt. The slides do not state the latency unit (likely ms), so these are
+"""netperf TCP latency = intercept + slope * segment size (64..1518 bytes), from the UFSC
+slides (Sari, Sales and Westphall). The slides do not state the latency unit (likely ms), so these are
 not converted; they illustrate a linear fit with a poor R^2 (SP2)."""
 
 
@@ -307,7 +306,7 @@ def literature_alpha_beta() -> list[dict]:
         alpha, beta = durham_alpha_beta(r["machine"], r["placement"])
         rows.append(
             {
-                "source": "Durham (seed 004)",
+                "source": "Marcotte, Durham University",
                 "label": f"{r['machine']} {r['placement']}-node",
                 "alpha_s": alpha,
                 "beta_s_per_byte": beta,
@@ -319,7 +318,7 @@ def literature_alpha_beta() -> list[dict]:
         bps = best_mbitps * 1e6 / 8.0
         rows.append(
             {
-                "source": "AGH 2020 (seed 001)",
+                "source": "Tomkowicz, AGH 2020",
                 "label": f"Send/Recv {placement}",
                 "alpha_s": AGH2020_LATENCY_64BIT_S["send_recv"][placement],
                 "beta_s_per_byte": 1.0 / bps,
