@@ -110,3 +110,14 @@ def test_allreduce_on_a_fake_communicator_combines_with_the_other_ranks():
     out = np.zeros(1)
     comm.Allreduce(np.array([7.0]), out, op=MPI.MAX)
     assert out[0] == 7.0
+
+
+def test_a_comparison_with_the_reference_survives_one_stalled_measurement():
+    times = iter([5e-3, 2e-6, 2.1e-6])  # the first try stalled (a scheduler tick)
+    ratio = grading.agrees_with_reference(lambda: next(times), lambda: 2e-6, 0.1, 10.0)
+    assert ratio == pytest.approx(1.0)
+
+
+def test_a_timing_loop_that_is_always_off_fails_with_every_ratio_shown():
+    with pytest.raises(AssertionError, match=r"100x, 100x, 100x .* in 3 tries"):
+        grading.agrees_with_reference(lambda: 2e-4, lambda: 2e-6, 0.1, 10.0, what="t")

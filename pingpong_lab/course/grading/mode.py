@@ -70,3 +70,23 @@ def within_ratio(measured, reference, low=0.2, high=5.0, what="the measurement")
             f"(expected between {low:g}x and {high:g}x)"
         )
     return ratio
+
+
+def agrees_with_reference(measure, reference, low=0.2, high=5.0, what="the measurement", tries=3):
+    """measure() / reference(), both run now, back to back: the first ratio in [low, high].
+
+    On a shared machine one measurement can stall (another process holds the core for a
+    scheduler tick: milliseconds against a microsecond round trip), so the pair is measured
+    up to `tries` times; a timing loop that is wrong misses the band every time.
+    """
+    ratios = []
+    for _ in range(tries):
+        ratio = float(measure()) / float(reference())
+        if low <= ratio <= high:
+            return ratio
+        ratios.append(ratio)
+    shown = ", ".join(f"{r:.3g}x" for r in ratios)
+    raise AssertionError(
+        f"{what} was {shown} the reference kernel measured right after it, in {tries} tries "
+        f"(expected between {low:g}x and {high:g}x)"
+    )
