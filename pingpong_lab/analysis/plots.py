@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from . import stats
+from .formatting import format_bandwidth, format_bytes, format_time
 
 __all__ = [
     "BANDWIDTH_UNITS",
@@ -82,16 +83,6 @@ def _arrays(nbytes, t, what: str = "t") -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def format_bytes(n: float) -> str:
-    """Short size label with binary prefixes: 1 B, 512 B, 4 KiB, 16 MiB."""
-    n = float(n)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:g} {unit}" if v == int(v) else f"{v:.3g} {unit}"
-    return f"{n:g} B"
-
-
 def _ci_errors(y, lo, hi, scale):
     if lo is None and hi is None:
         return None
@@ -112,8 +103,8 @@ def _fit_label(fit) -> str:
     beta = getattr(fit, "beta_s_per_byte", None)
     if alpha is None or beta is None:
         return "model"
-    bw = 1.0 / beta / 2.0**30 if beta > 0 else float("nan")
-    return f"fit: α = {alpha * 1e6:.3g} µs, 1/β = {bw:.3g} GiB/s"
+    bandwidth = format_bandwidth(1.0 / beta) if beta > 0 else "n/a"
+    return f"fit: α = {format_time(alpha)}, 1/β = {bandwidth}"
 
 
 def add_model_line(

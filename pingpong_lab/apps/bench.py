@@ -51,7 +51,9 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis import stats
+from ..analysis.formatting import format_bandwidth, format_bytes, format_number, format_time
 from ..data import results
+from ..data.jsonable import jsonable
 from ..mpi import environment, jobs, measure
 from ..mpi.ckernels import DEFAULT_LIBRARY, KERNELS_DIR
 from ..mpi.processes import run_group
@@ -728,7 +730,7 @@ class Bench:
             "rounds": self.rounds,
             "quick": self.quick,
             "mpi": self.provenance,
-            "raw": _jsonable(self.raw),
+            "raw": jsonable(self.raw),
         }
         (self.out / "bench.json").write_text(json.dumps(info, indent=1, default=str))
         return info
@@ -749,34 +751,23 @@ class Bench:
         )
 
 
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    return x
-
-
 def _fmt(v, unit) -> str:
-    if v == "" or v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
+    """A table cell: a time, a bandwidth or a plain number; '-' when not measured."""
     if unit == "s":
-        if v < 1e-3:
-            return f"{v * 1e6:.3g} us"
-        if v < 1:
-            return f"{v * 1e3:.3g} ms"
-        return f"{v:.3g} s"
+        return format_time(v, missing="-")
     if unit == "B/s":
-        return f"{v / 1e9:.3g} GB/s"
-    return f"{v:.3g}"
+        return format_bandwidth(v, missing="-")
+    return format_number(v, ".3g", missing="-")
 
 
-def _size(n) -> str:
-    if n == "" or n is None:
-        return ""
-    from ..analysis.plots import format_bytes
-
-    return format_bytes(int(n))
+def _cells(r) -> tuple[str, str, str, str]:
+    """A row's size, A value, B value and B / A as table cells."""
+    return (
+        format_bytes(r["nbytes"], missing=""),
+        _fmt(r["a_value"], r["unit"]),
+        _fmt(r["b_value"], r["unit"]),
+        format_number(r["ratio"], ".3f", missing="-"),
+    )
 
 
 def markdown_table(rows, machine: str = "") -> str:
@@ -788,12 +779,11 @@ def markdown_table(rows, machine: str = "") -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        a = f"{r['a_label']}: {_fmt(r['a_value'], r['unit'])}" if r["a_label"] else ""
-        b = f"{r['b_label']}: {_fmt(r['b_value'], r['unit'])}" if r["b_label"] else ""
-        ratio = r["ratio"]
-        ratio_s = f"{ratio:.3f}" if isinstance(ratio, float) and math.isfinite(ratio) else "-"
+        size, a, b, ratio = _cells(r)
+        a = f"{r['a_label']}: {a}" if r["a_label"] else ""
+        b = f"{r['b_label']}: {b}" if r["b_label"] else ""
         lines.append(
-            f"| {r['group']} | {r['metric']} | {_size(r['nbytes'])} | {a} | {b} | {ratio_s} "
+            f"| {r['group']} | {r['metric']} | {size} | {a} | {b} | {ratio} "
             f"| {r['target']} | {r['within_target']} | {r['note']} |"
         )
     return "\n".join(lines) + "\n"
@@ -803,15 +793,10 @@ def print_table(rows) -> None:
     print()
     print(f"{'group':<13} {'metric':<46} {'size':>8} {'A':>11} {'B':>11} {'B/A':>8}  ok")
     for r in rows:
-        ratio = r["ratio"]
-        ratio_s = (
-            f"{ratio:8.3f}" if isinstance(ratio, float) and math.isfinite(ratio) else "       -"
-        )
-        a = _fmt(r["a_value"], r["unit"])
-        b = _fmt(r["b_value"], r["unit"])
+        size, a, b, ratio = _cells(r)
         print(
-            f"{r['group']:<13} {r['metric'][:46]:<46} {_size(r['nbytes']):>8} {a:>11} {b:>11} "
-            f"{ratio_s}  {r['within_target'] or ''}"
+            f"{r['group']:<13} {r['metric'][:46]:<46} {size:>8} {a:>11} {b:>11} "
+            f"{ratio:>8}  {r['within_target'] or ''}"
             + (f"  ({r['note']})" if r["note"].startswith("not measured") else "")
         )
     print()

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import warnings
 
 from ..analysis import model
+from ..analysis.formatting import format_number
+from ..data.jsonable import jsonable
 
 PROG = "pingpong-lab fit"
 
@@ -50,37 +51,23 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _clean(value):
-    """JSON-safe copy: NaN and infinities become null."""
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _segment(fit: model.LinearFit, lo: int, hi: int) -> dict:
     d = fit.as_dict()
     d.update(from_bytes=int(lo), to_bytes=int(hi))
     return d
 
 
-def _fmt(x: float, spec: str = ".4g") -> str:
-    return "n/a" if not math.isfinite(x) else format(x, spec)
-
-
 def _text(result: dict, fit: model.LinearFit) -> str:
     lines = [
         f"file:       {result['file']} (column {result['column']}, {result['n_points']} rows)",
         f"method:     {'weighted (relative error)' if fit.method == 'weighted' else 'OLS'}",
-        f"alpha:      {_fmt(fit.alpha_s)} s ({_fmt(fit.alpha_s * 1e6)} us)",
-        f"beta:       {_fmt(fit.beta_s_per_byte)} s/byte",
-        f"bandwidth:  {_fmt(fit.bandwidth_Bps)} B/s = {_fmt(fit.bandwidth_GiBps)} GiB/s"
-        f" = {_fmt(fit.bandwidth_Mbitps)} Mbit/s",
-        f"R^2:        {_fmt(fit.r2, '.6f')}",
-        f"n_1/2:      {_fmt(fit.n_half_bytes, '.4g')} bytes",
+        f"alpha:      {format_number(fit.alpha_s)} s ({format_number(fit.alpha_s * 1e6)} us)",
+        f"beta:       {format_number(fit.beta_s_per_byte)} s/byte",
+        f"bandwidth:  {format_number(fit.bandwidth_Bps)} B/s"
+        f" = {format_number(fit.bandwidth_GiBps)} GiB/s"
+        f" = {format_number(fit.bandwidth_Mbitps)} Mbit/s",
+        f"R^2:        {format_number(fit.r2, '.6f')}",
+        f"n_1/2:      {format_number(fit.n_half_bytes, '.4g')} bytes",
     ]
     if fit.alpha_s <= 0:
         lines.append("warning:    alpha <= 0 is unphysical; an OLS fit is dominated by large sizes")
@@ -92,9 +79,10 @@ def _text(result: dict, fit: model.LinearFit) -> str:
         )
         for name, seg in zip(("below", "from"), result["segments"], strict=True):
             lines.append(
-                f"  {name:5s} {result['breakpoint_bytes']}: alpha {_fmt(seg['alpha_s'])} s, "
-                f"beta {_fmt(seg['beta_s_per_byte'])} s/byte, "
-                f"bandwidth {_fmt(seg['bandwidth_GiBps'])} GiB/s"
+                f"  {name:5s} {result['breakpoint_bytes']}: "
+                f"alpha {format_number(seg['alpha_s'])} s, "
+                f"beta {format_number(seg['beta_s_per_byte'])} s/byte, "
+                f"bandwidth {format_number(seg['bandwidth_GiBps'])} GiB/s"
             )
     return "\n".join(lines)
 
@@ -138,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {msg}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(_clean(result), allow_nan=False))
+        print(json.dumps(jsonable(result), allow_nan=False))
     else:
         print(_text(result, fit))
     return 0

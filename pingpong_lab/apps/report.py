@@ -35,7 +35,15 @@ from pathlib import Path
 import numpy as np
 
 from ..analysis import model, stats
+from ..analysis.formatting import (
+    format_bandwidth,
+    format_bytes,
+    format_number,
+    format_ratio,
+    format_time,
+)
 from ..data import results
+from ..data.jsonable import jsonable
 
 KIB, MIB = 1 << 10, 1 << 20
 SMALL_MAX = 64  # sizes up to this count as "small" for latency ratios
@@ -436,7 +444,7 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
             save(
                 ax,
                 "piecewise_c_blocking.png",
-                f"Two-segment fit, breakpoint {plots.format_bytes(pw.breakpoint_bytes)}",
+                f"Two-segment fit, breakpoint {format_bytes(pw.breakpoint_bytes)}",
             )
             ax = plots.residual_plot(fit, tab["nbytes"], tab["t_median_s"])
             plots.residual_plot(pw, tab["nbytes"], tab["t_median_s"], ax=ax)
@@ -487,7 +495,7 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
             made.append(
                 (
                     name,
-                    f"Contention at {plots.format_bytes(cont[0][f'{label}_bytes'])}: "
+                    f"Contention at {format_bytes(cont[0][f'{label}_bytes'])}: "
                     "time and aggregate bandwidth vs pairs",
                 )
             )
@@ -495,37 +503,6 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
 
 
 # -- summary ----------------------------------------------------------------------------------
-def _t(v) -> str:
-    if v is None or not isinstance(v, int | float) or not math.isfinite(v):
-        return "n/a"
-    v = float(v)
-    if abs(v) < 1e-3:
-        return f"{v * 1e6:.3g} µs"
-    if abs(v) < 1:
-        return f"{v * 1e3:.3g} ms"
-    return f"{v:.3g} s"
-
-
-def _bw(v) -> str:
-    if v is None or not isinstance(v, int | float) or not math.isfinite(v):
-        return "n/a"
-    return f"{v / 2**30:.3g} GiB/s ({v * 8 / 1e9:.3g} Gbit/s)"
-
-
-def _x(v) -> str:
-    if v is None or not isinstance(v, int | float) or not math.isfinite(v):
-        return "n/a"
-    return f"{v:.3g}x"
-
-
-def _b(v) -> str:
-    from ..analysis.plots import format_bytes
-
-    if v is None or not isinstance(v, int | float) or not math.isfinite(v):
-        return "n/a"
-    return format_bytes(v)
-
-
 def sections(sweeps, analysis, figs, meta) -> list[dict]:
     """The report as data: [{"title", "text": [..], "table": [[header], rows..], "images"}]."""
     n = analysis["numbers"]
@@ -551,7 +528,8 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
                     str(sw.info.get("mode", "?")),
                     str(sw.info.get("transport", "?")),
                     str(sw.info.get("ranks", "?")),
-                    f"{_b(sw.nbytes.min())} .. {_b(sw.nbytes.max())} ({len(sw.rows)})",
+                    f"{format_bytes(sw.nbytes.min())} .. {format_bytes(sw.nbytes.max())} "
+                    f"({len(sw.rows)})",
                 ]
                 for _, sw in sorted(sweeps.items())
             ],
@@ -559,21 +537,24 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
     )
     head = [["quantity", "value"]]
     rows = [
-        ["alpha (latency, weighted fit, C blocking)", _t(n.get("alpha_s"))],
+        ["alpha (latency, weighted fit, C blocking)", format_time(n.get("alpha_s"))],
         [
             "beta (inverse bandwidth)",
             f"{n['beta_s_per_byte']:.4g} s/B"
             if isinstance(n.get("beta_s_per_byte"), float)
             else "n/a",
         ],
-        ["bandwidth 1/beta", _bw(n.get("bandwidth_Bps"))],
-        ["peak measured bandwidth", _bw(n.get("peak_bandwidth_Bps"))],
-        ["n_1/2 = alpha/beta", _b(n.get("n_half_bytes"))],
-        ["R^2 (weighted)", f"{n['r2']:.4f}" if isinstance(n.get("r2"), float) else "n/a"],
-        [f"measured latency at {_b(n.get('smallest_bytes'))}", _t(n.get("latency_smallest_s"))],
+        ["bandwidth 1/beta", format_bandwidth(n.get("bandwidth_Bps"), bits=True)],
+        ["peak measured bandwidth", format_bandwidth(n.get("peak_bandwidth_Bps"), bits=True)],
+        ["n_1/2 = alpha/beta", format_bytes(n.get("n_half_bytes"))],
+        ["R^2 (weighted)", format_number(n.get("r2"), ".4f")],
+        [
+            f"measured latency at {format_bytes(n.get('smallest_bytes'))}",
+            format_time(n.get("latency_smallest_s")),
+        ],
         [
             "piecewise breakpoint",
-            _b(n.get("breakpoint_bytes"))
+            format_bytes(n.get("breakpoint_bytes"))
             + (
                 ""
                 if "two_segments_better" not in n
@@ -586,25 +567,30 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         ],
         [
             "  lower segment alpha, bandwidth",
-            f"{_t(n.get('lower_alpha_s'))}, {_bw(n.get('lower_bandwidth_Bps'))}",
+            f"{format_time(n.get('lower_alpha_s'))}, "
+            f"{format_bandwidth(n.get('lower_bandwidth_Bps'), bits=True)}",
         ],
         [
             "  upper segment alpha, bandwidth",
-            f"{_t(n.get('upper_alpha_s'))}, {_bw(n.get('upper_bandwidth_Bps'))}",
+            f"{format_time(n.get('upper_alpha_s'))}, "
+            f"{format_bandwidth(n.get('upper_bandwidth_Bps'), bits=True)}",
         ],
         [
             f"Python overhead: Python/C latency (sizes <= {SMALL_MAX} B)",
-            _x(n.get("python_over_c_latency")),
+            format_ratio(n.get("python_over_c_latency")),
         ],
         [
-            f"Python/C at {_b(n.get('python_over_c_largest_bytes'))}",
-            _x(n.get("python_over_c_at_largest")),
+            f"Python/C at {format_bytes(n.get('python_over_c_largest_bytes'))}",
+            format_ratio(n.get("python_over_c_at_largest")),
         ],
-        ["non-blocking/blocking latency (C)", _x(n.get("nonblocking_over_blocking_c_latency"))],
-        ["TCP/shared-memory latency", _x(n.get("tcp_over_shm_latency"))],
         [
-            f"TCP/shared-memory bandwidth at {_b(n.get('tcp_compared_at_bytes'))}",
-            _x(n.get("tcp_over_shm_bandwidth")),
+            "non-blocking/blocking latency (C)",
+            format_ratio(n.get("nonblocking_over_blocking_c_latency")),
+        ],
+        ["TCP/shared-memory latency", format_ratio(n.get("tcp_over_shm_latency"))],
+        [
+            f"TCP/shared-memory bandwidth at {format_bytes(n.get('tcp_compared_at_bytes'))}",
+            format_ratio(n.get("tcp_over_shm_bandwidth")),
         ],
         [
             "TCP really used (latency >= 2x and MPIR_CVAR_NOLOCAL=1)",
@@ -612,11 +598,11 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         ],
         [
             f"contention slowdown at {n.get('contention_max_ranks', '?')} ranks, small messages",
-            _x(n.get("contention_slowdown_small")),
+            format_ratio(n.get("contention_slowdown_small")),
         ],
         [
             f"contention slowdown at {n.get('contention_max_ranks', '?')} ranks, large messages",
-            _x(n.get("contention_slowdown_large")),
+            format_ratio(n.get("contention_slowdown_large")),
         ],
     ]
     out.append(
@@ -660,12 +646,12 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         for r in n["variability"]:
             vt.append(
                 [
-                    _b(r["nbytes"]),
+                    format_bytes(r["nbytes"]),
                     str(r["n"]),
-                    _t(r["median_s"]),
-                    _t(r["mean_s"]),
-                    _t(r["p99_s"]),
-                    _t(r["max_s"]),
+                    format_time(r["median_s"]),
+                    format_time(r["mean_s"]),
+                    format_time(r["p99_s"]),
+                    format_time(r["max_s"]),
                     f"{r['mean_over_median']:.3f}",
                     str(r["outliers_iqr"]),
                 ]
@@ -700,13 +686,13 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
                 [
                     str(r["ranks"]),
                     str(r["pairs"]),
-                    _b(r.get("small_bytes")),
-                    _t(r.get("small_t_s")),
-                    _x(r.get("small_slowdown")),
-                    _b(r.get("large_bytes")),
-                    _t(r.get("large_t_s")),
-                    _x(r.get("large_slowdown")),
-                    _bw(r.get("large_aggregate_Bps")),
+                    format_bytes(r.get("small_bytes")),
+                    format_time(r.get("small_t_s")),
+                    format_ratio(r.get("small_slowdown")),
+                    format_bytes(r.get("large_bytes")),
+                    format_time(r.get("large_t_s")),
+                    format_ratio(r.get("large_slowdown")),
+                    format_bandwidth(r.get("large_aggregate_Bps"), bits=True),
                 ]
             )
         out.append(
@@ -773,18 +759,6 @@ def to_html(secs, title) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _plain(x):
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
 def write_report(sweeps, out: Path, meta: dict) -> dict:
     if not sweeps:
         raise ValueError("no sweep CSVs to analyse")
@@ -798,7 +772,7 @@ def write_report(sweeps, out: Path, meta: dict) -> dict:
     (out / "summary.html").write_text(to_html(secs, title), encoding="utf-8")
     summary = {
         "meta": meta,
-        "numbers": _plain(analysis["numbers"]),
+        "numbers": jsonable(analysis["numbers"]),
         "notes": analysis["notes"],
         "figures": [f for f, _ in figs],
         "data": {role: sw.path.name for role, sw in sorted(sweeps.items())},
@@ -869,11 +843,13 @@ def main(argv=None) -> int:
     summary["meta"]["total_seconds"] = total
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     _log(
-        f"alpha {_t(n.get('alpha_s'))}, bandwidth {_bw(n.get('bandwidth_Bps'))}, "
-        f"n_1/2 {_b(n.get('n_half_bytes'))}, breakpoint {_b(n.get('breakpoint_bytes'))}, "
-        f"Python/C {_x(n.get('python_over_c_latency'))}, TCP/shm "
-        f"{_x(n.get('tcp_over_shm_latency'))}, contention "
-        f"{_x(n.get('contention_slowdown_small'))}"
+        f"alpha {format_time(n.get('alpha_s'))}, "
+        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), bits=True)}, "
+        f"n_1/2 {format_bytes(n.get('n_half_bytes'))}, "
+        f"breakpoint {format_bytes(n.get('breakpoint_bytes'))}, "
+        f"Python/C {format_ratio(n.get('python_over_c_latency'))}, TCP/shm "
+        f"{format_ratio(n.get('tcp_over_shm_latency'))}, contention "
+        f"{format_ratio(n.get('contention_slowdown_small'))}"
     )
     _log(f"wrote {out}/summary.md, summary.html, summary.json, figures/, data/ in {total:.0f} s")
     return 0

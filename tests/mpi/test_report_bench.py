@@ -135,13 +135,13 @@ def test_report_summary_contains_the_numbers(quick_report):
     assert isinstance(n["tcp_verified"], bool)
     md = (out / "summary.md").read_text()
     html = (out / "summary.html").read_text()
-    from pingpong_lab.apps import report
+    from pingpong_lab.analysis.formatting import format_ratio, format_time
 
     for text in (md, html):
-        assert report._t(n["alpha_s"]) in text
-        assert report._x(n["python_over_c_latency"]) in text
-        assert report._x(n["tcp_over_shm_latency"]) in text
-        assert report._x(n["contention_slowdown_small"]) in text
+        assert format_time(n["alpha_s"]) in text
+        assert format_ratio(n["python_over_c_latency"]) in text
+        assert format_ratio(n["tcp_over_shm_latency"]) in text
+        assert format_ratio(n["contention_slowdown_small"]) in text
         assert "n_1/2" in text and "breakpoint" in text
     assert "figures/latency_c_blocking.png" in md and "<img src='figures/" in html
 
