@@ -39,7 +39,6 @@ import io
 import json
 import math
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -736,18 +735,12 @@ class Bench:
         return info
 
     def machine(self) -> str:
-        cpu = platform.processor() or platform.machine()
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
-        mpi = self.provenance.get("mpi_vendor", "?")
+        """One line: CPU model, usable cores, OS, Python and the MPI the jobs ran on."""
+        m = environment.machine()
+        mpi = self.provenance.get("mpi_vendor") or m.get("mpi_vendor", "?")
         return (
-            f"{cpu}, {environment.cpu_count()} cores usable, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}, MPI {mpi}"
+            f"{m['cpu']}, {m['cores_usable']} cores usable, {m['os']}, "
+            f"Python {m['python']}, MPI {mpi}"
         )
 
 

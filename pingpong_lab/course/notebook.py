@@ -7,7 +7,6 @@ MPI engines (always with a deadline), and print short, readable reports.
 from __future__ import annotations
 
 import os
-import platform
 
 import numpy as np
 
@@ -21,23 +20,20 @@ from .grading.trace import show_bytes
 # -- 00: what the machine is --------------------------------------------------------------------
 def machine() -> dict:
     """Cores, memory, MPI library and versions of this machine (where the notebook runs)."""
-    import mpi4py
-    import psutil
-
     from ..mpi import environment
 
-    MPI = environment.require_mpi4py()
-    vendor, version = MPI.get_vendor()
+    environment.require_mpi4py()
+    m = environment.machine()
     return {
-        "host": platform.node(),
-        "cpu": platform.processor() or platform.machine(),
-        "cores usable": environment.cpu_count(),
-        "cores (logical)": os.cpu_count(),
-        "memory GiB": round(psutil.virtual_memory().total / 2**30, 1),
-        "MPI library": f"{vendor} {'.'.join(map(str, version))}",
-        "MPI standard": "{}.{}".format(*MPI.Get_version()),
-        "mpi4py": mpi4py.__version__,
-        "python": platform.python_version(),
+        "host": m["host"],
+        "cpu": m["cpu"],
+        "cores usable": m["cores_usable"],
+        "cores (logical)": m["cores_logical"],
+        "memory GiB": m["memory_gib"],
+        "MPI library": m["mpi_vendor"],
+        "MPI standard": m["mpi_standard"],
+        "mpi4py": m["mpi4py"],
+        "python": m["python"],
     }
 
 
@@ -49,10 +45,9 @@ def library_version() -> str:
 
 
 def _whoami():
-    import os
-    import socket
-
     from mpi4py import MPI
+
+    from ..mpi import environment
 
     try:
         from ipykernel.kernelapp import IPKernelApp
@@ -71,12 +66,13 @@ def _whoami():
             engine_id = ipyparallel.engine.app.IPEngine.instance().id
         except Exception:
             engine_id = None
+    where = environment.rank_placement(MPI.COMM_WORLD.Get_rank())
     return {
-        "rank": MPI.COMM_WORLD.Get_rank(),
+        "rank": where["rank"],
         "size": MPI.COMM_WORLD.Get_size(),
         "engine_id": engine_id,
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": where["host"],
     }
 
 

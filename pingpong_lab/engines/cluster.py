@@ -46,28 +46,11 @@ def _rank_and_size():
     return MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
-def _engine_host_and_core():
-    import os
-    import socket
-
-    import psutil
+def _engine_placement():
+    """On an engine: its rank's host, core and allowed cores (environment.rank_placement), pid."""
     from mpi4py import MPI
 
-    try:
-        core = psutil.Process().cpu_num()
-    except (AttributeError, psutil.Error):  # cpu_num() is not available on every OS
-        core = -1
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-    except AttributeError:
-        allowed = []
-    return {
-        "rank": MPI.COMM_WORLD.Get_rank(),
-        "host": socket.gethostname(),
-        "core": core,  # where the rank ran last: unpinned ranks may move between cores
-        "allowed_cores": allowed,
-        "pid": os.getpid(),
-    }
+    return {**environment.rank_placement(MPI.COMM_WORLD.Get_rank()), "pid": os.getpid()}
 
 
 class MPICluster:
@@ -145,9 +128,7 @@ class MPICluster:
         self._view.block = False
         try:
             ranks = self._view.apply_async(_rank_and_size).get(timeout=self.start_timeout)
-            placement = self._view.apply_async(_engine_host_and_core).get(
-                timeout=self.start_timeout
-            )
+            placement = self._view.apply_async(_engine_placement).get(timeout=self.start_timeout)
         except BaseException as exc:
             self.stop()
             raise ClusterStartError(f"the engines started but do not answer: {exc}") from exc

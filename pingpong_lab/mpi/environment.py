@@ -70,21 +70,74 @@ def transport_settings(environ=None) -> dict:
     return {k: v for k, v in sorted(env.items()) if k.startswith(TRANSPORT_VARS)}
 
 
-def placement(comm) -> list[dict]:
-    """rank -> host and core, gathered on every rank (collective)."""
+def cpu_model() -> str:
+    """The CPU's model name ('model name' in /proc/cpuinfo), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # not Linux
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """This machine: host, CPU model, cores, memory, OS, Python and, when mpi4py imports, MPI.
+
+    Keys: host, cpu, cores_usable (this process's affinity), cores_logical, memory_gib, os,
+    platform, python; with mpi4py also mpi_vendor ('MPICH 4.2.0'), mpi_standard ('4.1'),
+    mpi_library_version (MPI_Get_library_version) and mpi4py (its version).
+    """
+    import psutil
+
+    info = {
+        "host": socket.gethostname(),
+        "cpu": cpu_model(),
+        "cores_usable": cpu_count(),
+        "cores_logical": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    try:
+        import mpi4py
+        from mpi4py import MPI
+    except ImportError:
+        return info
+    vendor, version = MPI.get_vendor()
+    info.update(
+        mpi_vendor=f"{vendor} {'.'.join(map(str, version))}",
+        mpi_standard="{}.{}".format(*MPI.Get_version()),
+        mpi_library_version=MPI.Get_library_version().strip(),
+        mpi4py=mpi4py.__version__,
+    )
+    return info
+
+
+def rank_placement(rank: int) -> dict:
+    """Where this process runs: {"rank", "host", "core", "allowed_cores"}.
+
+    "core" is where it ran last (-1 where the OS does not say): unless the process is pinned it
+    may move at any moment; "allowed_cores" are the cores it may run on.
+    """
     import psutil
 
     try:
         core = psutil.Process().cpu_num()
-    except (AttributeError, psutil.Error):
+    except (AttributeError, psutil.Error):  # cpu_num() is not available on every OS
         core = -1
     try:
         allowed = sorted(os.sched_getaffinity(0))
     except AttributeError:
         allowed = []
-    # "core" is where the rank ran last; unless ranks are pinned it may change at any moment.
-    mine = {"rank": comm.Get_rank(), "host": socket.gethostname(), "core": core}
-    return comm.allgather({**mine, "allowed_cores": allowed})
+    return {"rank": rank, "host": socket.gethostname(), "core": core, "allowed_cores": allowed}
+
+
+def placement(comm) -> list[dict]:
+    """rank -> host and core (see rank_placement), gathered on every rank (collective)."""
+    return comm.allgather(rank_placement(comm.Get_rank()))
 
 
 def provenance(comm, **fields) -> dict:
@@ -94,15 +147,18 @@ def provenance(comm, **fields) -> dict:
     from ..analysis.stats import measured_timer_resolution
 
     where = placement(comm)
-    vendor, version = MPI.get_vendor()
+    here = machine()
     info = {
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "mpi_library_version": MPI.Get_library_version().strip(),
-        "mpi_vendor": f"{vendor} {'.'.join(map(str, version))}",
-        "mpi_standard": "{}.{}".format(*MPI.Get_version()),
-        "mpi4py_version": __import__("mpi4py").__version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
+        "mpi_library_version": here["mpi_library_version"],
+        "mpi_vendor": here["mpi_vendor"],
+        "mpi_standard": here["mpi_standard"],
+        "mpi4py_version": here["mpi4py"],
+        "python": here["python"],
+        "platform": here["platform"],
+        "cpu": here["cpu"],
+        "cores_usable": here["cores_usable"],
+        "memory_gib": here["memory_gib"],
         "ranks": comm.Get_size(),
         "hosts": sorted({p["host"] for p in where}),
         "placement": where,
