@@ -196,16 +196,10 @@ def reference_pingpong(comm, sendbuf, recvbuf):
         comm.Send(recvbuf, dest=0, tag=0)
 
 
-def aligned_buffer(nbytes: int) -> np.ndarray:
-    """A page-aligned uint8 array of nbytes (zeroed, so every page is touched once)."""
-    page = 4096
-    raw = np.zeros(nbytes + page, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % page
-    return raw[offset : offset + nbytes]
-
-
 def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
     from mpi4py import MPI
+
+    from ..mpi import buffers
 
     time_pingpong = unship(time_pkg)
     choose_reps = unship(reps_pkg) if reps_pkg is not None else None
@@ -213,7 +207,7 @@ def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibr
     comm = MPI.COMM_WORLD
     rows = []
     for nbytes in sizes:
-        sendbuf, recvbuf = aligned_buffer(nbytes), aligned_buffer(nbytes)
+        sendbuf, recvbuf = buffers.aligned(nbytes), buffers.aligned(nbytes)
         t_cal = time_pingpong(comm, pingpong, sendbuf, recvbuf, calibration_reps, 2)
         if choose_reps is not None:
             reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)

@@ -22,32 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
-from . import payload
+from . import buffers, payload
 
 TAG = 17
 TAG_READY = 18  # the answering rank's empty "checked, ready" message
-_PAGE = 4096
-_cache: dict[str, np.ndarray] = {}
-
-
-def _aligned(name: str, nbytes: int) -> np.ndarray:
-    """A page-aligned byte buffer of exactly nbytes, reused while the size stays the same.
-
-    A new size gets a new allocation (as in kernels_c and mpi4py.bench), so the kind of memory
-    (numpy asks for huge pages from 4 MiB) depends on the size, never on what ran before.
-    Every page is written here, so no first-touch page fault lands in a timed loop.
-    """
-    buf = _cache.get(name)
-    if buf is None or buf.size != nbytes:
-        _cache.pop(name, None)  # free the old one first: no two big buffers at once
-        raw = np.empty(max(nbytes, 1) + _PAGE, dtype=np.uint8)
-        raw.fill(0)
-        offset = (-raw.ctypes.data) % _PAGE
-        buf = raw[offset : offset + nbytes]
-        _cache[name] = buf
-    return buf
-
-
 def _check_args(comm, nbytes, warmup, iters, batch=1):
     if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 1:
         raise KernelError(f"batch must be a positive number of round trips, got {batch!r}")
@@ -153,8 +131,8 @@ def _run_pairs(
     if peer is None:  # idle rank: joins only the synchronised start
         comm.Barrier()
         return samples, 0
-    sbuf = _aligned("send", nbytes)
-    rbuf = sbuf if shared_buffer else _aligned("recv", nbytes)
+    sbuf = buffers.reused("send", nbytes)
+    rbuf = sbuf if shared_buffer else buffers.reused("recv", nbytes)
     stamps = payload.Stamps(nbytes)
     stamps.body(sbuf)  # once per call
     start, answer = _messages(comm, peer, sbuf, rbuf, nbytes, style)

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pingpong_lab.course import build, grading
+from pingpong_lab.course import build, grading, preprocessors
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
@@ -43,7 +43,7 @@ int f(MPI_Comm comm)
 
 
 def test_a_c_cell_gets_a_c_stub_and_a_python_cell_the_python_stub():
-    pre = build.ClearSolutionsC()
+    pre = preprocessors.ClearSolutionsC()
     c_cell, py_cell = (
         _cell(C_CELL),
         _cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"),
@@ -57,7 +57,7 @@ def test_a_c_cell_gets_a_c_stub_and_a_python_cell_the_python_stub():
 
 
 def test_a_c_solution_cell_without_a_region_is_refused():
-    pre = build.ClearSolutionsC()
+    pre = preprocessors.ClearSolutionsC()
     with pytest.raises(RuntimeError, match="BEGIN SOLUTION"):
         pre.preprocess_cell(
             _cell("%%writefile x.c\nint f(void) { return 0; }"), {"language": "python"}, 0
@@ -68,12 +68,12 @@ def test_a_c_solution_cell_without_a_region_is_refused():
     "first", ["%%writefile a.c", "%%writefile -a dir/b.h", "  %%writefile x.c  "]
 )
 def test_c_cells_are_recognised_by_their_writefile_line(first):
-    assert build.is_c_cell(first + "\nint x;")
+    assert preprocessors.is_c_cell(first + "\nint x;")
 
 
 @pytest.mark.parametrize("first", ["%%writefile a.py", "x = 1", "# %%writefile a.c"])
 def test_other_cells_are_not_c_cells(first):
-    assert not build.is_c_cell(first + "\n")
+    assert not preprocessors.is_c_cell(first + "\n")
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -108,7 +108,9 @@ def test_course_notebooks_shrink_in_grading_mode_and_stop_their_engines(name):
 
 def test_the_released_c_stub_compiles_and_reports_not_implemented():
     nb = json.loads((ROOT / "exercises" / "01_pingpong" / "01_pingpong.ipynb").read_text())
-    c_cells = ["".join(c["source"]) for c in nb["cells"] if build.is_c_cell("".join(c["source"]))]
+    c_cells = [
+        "".join(c["source"]) for c in nb["cells"] if preprocessors.is_c_cell("".join(c["source"]))
+    ]
     assert c_cells and all("/* YOUR CODE HERE */" in c for c in c_cells)
     from pingpong_lab.mpi.ckernels import compile_c
 
