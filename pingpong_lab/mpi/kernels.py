@@ -26,6 +26,8 @@ from . import buffers, payload
 
 TAG = 17
 TAG_READY = 18  # the answering rank's empty "checked, ready" message
+
+
 def _check_args(comm, nbytes, warmup, iters, batch=1):
     if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 1:
         raise KernelError(f"batch must be a positive number of round trips, got {batch!r}")
