@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
-import threading
 
 from ..data import results
 from ..errors import PingPongLabError
 from ..mpi import environment, jobs, measure
-from ..mpi.processes import kill_group
+from ..mpi.processes import run_group
 
 TRANSPORTS = {
     "default": {},
@@ -163,45 +161,30 @@ def run_sweep(argv) -> int:
 
 def _run_job(cmd, env, timeout_s: float) -> int:
     """Run an mpiexec job in its own process group; forward its stdout; never leave it behind."""
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    errors: list[str] = []
-    reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
-    reader.start()
-    timer = threading.Timer(timeout_s, kill_group, args=(proc,))
-    timer.start()
+    forward = True
+
+    def echo(line: str) -> None:
+        nonlocal forward
+        if forward:
+            try:
+                print(line, end="", flush=True)
+            except BrokenPipeError:  # e.g. piped into `head`: keep measuring, stop echoing
+                forward = False
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
     try:
-        forward = True
-        for line in proc.stdout:
-            if forward:
-                try:
-                    print(line, end="", flush=True)
-                except BrokenPipeError:  # e.g. piped into `head`: keep measuring, stop echoing
-                    forward = False
-                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        proc.wait()
+        proc = run_group(cmd, timeout_s, env=env, on_line=echo)
+    except subprocess.TimeoutExpired:
+        return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
     except KeyboardInterrupt:
-        kill_group(proc)
         return _fail("interrupted; the MPI job was stopped")
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            kill_group(proc)
-        reader.join(timeout=5)
     if proc.returncode == 0:
         return 0
+    errors = proc.stderr.splitlines()
     ours = [ln.strip() for ln in errors if ln.startswith("pingpong-lab")]
     if ours:
         print(ours[0], file=sys.stderr)
         return 1
-    if proc.returncode in (-signal.SIGKILL, -signal.SIGTERM) and not errors:
-        return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
     tail = " | ".join(ln.strip() for ln in errors if ln.strip())[-600:]
     return _fail(f"the MPI job failed (exit status {proc.returncode}): {tail}")
 

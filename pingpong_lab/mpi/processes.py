@@ -1,7 +1,8 @@
 """Child processes in their own process group, ended as a group: nothing is left behind.
 
 mpiexec starts proxies and ranks, and hw_floor forks a partner: killing only the direct child
-would orphan the rest. Every command this package runs with a deadline goes through here.
+would orphan the rest. Every command this package runs with a deadline goes through run_group,
+which can also pass on the output line by line while the command runs (`pingpong-lab sweep`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
@@ -25,11 +27,14 @@ def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
             continue
 
 
-def run_group(cmd, timeout: float, env=None, cwd=None) -> subprocess.CompletedProcess:
+def run_group(cmd, timeout: float, env=None, cwd=None, on_line=None) -> subprocess.CompletedProcess:
     """Run cmd (text output captured) in a new process group with a deadline.
 
-    On timeout (subprocess.TimeoutExpired) or Ctrl-C the whole group is ended before the
-    exception propagates. The exit status is not checked: look at returncode.
+    With on_line, each line of stdout is passed to on_line(line) as soon as it arrives (and is
+    not kept in the result); stderr is always collected. On timeout the whole group is ended
+    and subprocess.TimeoutExpired is raised (with the stderr written so far); on Ctrl-C, or
+    when on_line raises, the group is ended before the exception propagates. The exit status
+    is not checked: look at returncode.
     """
     proc = subprocess.Popen(
         [str(c) for c in cmd],
@@ -40,10 +45,36 @@ def run_group(cmd, timeout: float, env=None, cwd=None) -> subprocess.CompletedPr
         env=env,
         cwd=cwd,
     )
+    out: list[str] = []
+    err: list[str] = []
+    reader = threading.Thread(target=err.extend, args=(proc.stderr,), daemon=True)
+    reader.start()
+    expired = threading.Event()
+
+    def expire():  # a command still running, or what it left holding its output, is ended
+        if proc.poll() is None:
+            expired.set()
+        kill_group(proc)
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    keep = out.append if on_line is None else on_line
     try:
-        out, err = proc.communicate(timeout=timeout)
+        for line in proc.stdout:
+            keep(line)
+        proc.wait()
     except BaseException:
         kill_group(proc)
-        proc.communicate()
         raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            kill_group(proc)
+        reader.join(timeout=5)
+        proc.stdout.close()
+        if not reader.is_alive():  # else something outside the group still holds stderr
+            proc.stderr.close()
+    if expired.is_set():
+        raise subprocess.TimeoutExpired(proc.args, timeout, "".join(out), "".join(err))
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(out), "".join(err))

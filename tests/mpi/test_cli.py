@@ -126,3 +126,51 @@ def test_a_sweep_feeds_the_fit_command_end_to_end(c_library, tmp_path):
     result = json.loads(fit.stdout)
     assert result["beta_s_per_byte"] > 0 and result["bandwidth_Bps"] > 1e6
     assert "breakpoint_bytes" in result and result["method"] == "weighted"
+
+
+@requires_mpi
+def test_a_sweep_past_its_timeout_is_stopped_with_one_line(c_library, tmp_path):
+    args = ["--max-bytes", "67108864", "--budget", "5", "--timeout", "3"]
+    proc = _run([*args, "--out", str(tmp_path / "r.csv")], timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "pingpong-lab sweep: error: the MPI job did not finish within 3 s and was stopped"
+    )
+    assert not (tmp_path / "r.csv").exists()
+
+
+@requires_mpi
+def test_a_closed_stdout_stops_the_echo_but_not_the_measurement(c_library, tmp_path):
+    out = tmp_path / "r.csv"
+    args = ["--max-bytes", "256", "--reps", "30", "--out", str(out)]
+    cmd = " ".join([*CLI, *args]) + " | head -n 1"
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=240)
+    assert proc.stdout.startswith("[ 1/9]")
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+    with open(out) as f:
+        assert len(list(csv.DictReader(f))) == 9
+
+
+@requires_mpi
+def test_ctrl_c_stops_the_mpi_job_and_says_so(c_library, tmp_path):
+    import signal
+
+    import psutil
+
+    args = ["--max-bytes", "67108864", "--budget", "5", "--out", str(tmp_path / "r.csv")]
+    proc = subprocess.Popen(CLI + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("[ 1/")  # measuring
+        job = psutil.Process(proc.pid).children(recursive=True)
+        assert job, "the MPI job runs under the command"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    assert err.strip().splitlines()[-1] == (
+        "pingpong-lab sweep: error: interrupted; the MPI job was stopped"
+    )
+    gone, alive = psutil.wait_procs(job, timeout=10)
+    assert not alive, f"left behind: {alive}"

@@ -1,0 +1,68 @@
+"""mpi.processes.run_group: a command's whole process group runs under a deadline, never left."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from pingpong_lab.mpi.processes import run_group
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_output_and_exit_status_are_captured():
+    proc = run_group(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=30)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
+
+
+def test_on_line_gets_each_line_while_the_command_runs():
+    seen = []
+    start = time.monotonic()
+    proc = run_group(
+        ["sh", "-c", "echo one; sleep 1; echo two"],
+        timeout=30,
+        on_line=lambda line: seen.append((line, time.monotonic() - start)),
+    )
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert [line for line, _ in seen] == ["one\n", "two\n"]
+    assert seen[0][1] < 0.8 <= seen[1][1]
+
+
+def test_a_deadline_ends_the_whole_group_and_raises_timeout_expired():
+    lines = []
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired) as info:
+        run_group(
+            ["sh", "-c", "sleep 60 & echo $!; echo late >&2; sleep 60"],
+            timeout=1,
+            on_line=lines.append,
+        )
+    assert time.monotonic() - start < 10
+    assert info.value.stderr == "late\n"
+    assert _gone(int(lines[0])), "the command's child outlived the deadline"
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, BrokenPipeError])
+def test_an_exception_in_on_line_ends_the_group_and_propagates(error):
+    pids = []
+
+    def on_line(line):
+        pids.append(int(line))
+        raise error
+
+    with pytest.raises(error):
+        run_group(["sh", "-c", "sleep 60 & echo $!; sleep 60"], timeout=30, on_line=on_line)
+    assert _gone(pids[0])
