@@ -69,24 +69,18 @@ def sweep_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--reps", type=_positive_int, help="fixed repetitions, one round (default: adaptive)"
     )
-    p.add_argument(
-        "--ci",
-        type=_positive_float,
-        default=measure.REL_CI,
-        help="stop a size once the median's 95%% CI is within +/- this fraction (default 0.02)",
-    )
-    p.add_argument(
-        "--budget",
-        type=_positive_float,
-        default=measure.BUDGET_S,
-        help="... or after this many seconds on the size (default 1.0)",
-    )
-    p.add_argument(
-        "--target-time",
-        type=_positive_float,
-        default=measure.TARGET_S,
-        help="seconds of the first round at each size (default 0.25)",
-    )
+    for flag, default, text in (
+        (
+            "--ci",
+            measure.REL_CI,
+            "stop a size once the median's 95%% CI is within +/- this fraction",
+        ),
+        ("--budget", measure.BUDGET_S, "... or after this many seconds on the size"),
+        ("--target-time", measure.TARGET_S, "seconds of the first round at each size"),
+    ):
+        p.add_argument(
+            flag, type=_positive_float, default=default, help=f"{text} (default %(default)g)"
+        )
     p.add_argument(
         "--shared-buffer",
         action="store_true",
