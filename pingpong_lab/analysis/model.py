@@ -10,12 +10,14 @@ weighted by relative error; see :func:`fit_linear`.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from ..data import results
+from ..data.schema import COL
 
 __all__ = [
     "GIB",
@@ -427,52 +429,12 @@ def read_sweep_table(path) -> dict[str, np.ndarray]:
 
     Lines starting with ``#`` and blank lines are skipped; the first other line is the header.
     Raises ValueError (one line) for a missing file, a file without header or data rows, and
-    rows whose field count differs from the header.
+    rows whose field count differs from the header (see data.results.read_table).
     """
-    return _read_table(path)[0]
+    return results.read_table(path)[0]
 
 
-def _read_table(path) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The table of :func:`read_sweep_table` and the file line number of each row."""
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"no such file: {path}")
-    if not path.is_file():
-        raise ValueError(f"not a file: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read as UTF-8 text ({exc})") from exc
-    lines = [
-        (i, line)
-        for i, line in enumerate(text.splitlines(), start=1)
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-    if not lines:
-        raise ValueError(f"{path}: empty (no header line)")
-    rows = list(csv.reader([line for _, line in lines]))
-    header = [h.strip() for h in rows[0]]
-    if len(set(header)) != len(header) or any(not h for h in header):
-        raise ValueError(f"{path}: malformed header on line {lines[0][0]}: {lines[0][1]!r}")
-    data = rows[1:]
-    if not data:
-        raise ValueError(f"{path}: no data rows after the header")
-    for (lineno, _), row in zip(lines[1:], data, strict=True):
-        if len(row) != len(header):
-            raise ValueError(
-                f"{path}: malformed line {lineno}: expected {len(header)} fields, got {len(row)}"
-            )
-    table: dict[str, np.ndarray] = {}
-    for j, name in enumerate(header):
-        col = [row[j].strip() for row in data]
-        try:
-            table[name] = np.array([float(v) for v in col], dtype=float)
-        except ValueError:
-            table[name] = np.array(col, dtype=str)
-    return table, np.array([lineno for lineno, _ in lines[1:]])
-
-
-def load_sweep_csv(path, column: str = "t_median_s") -> tuple[np.ndarray, np.ndarray]:
+def load_sweep_csv(path, column: str = COL.t_median_s) -> tuple[np.ndarray, np.ndarray]:
     """Sizes (int bytes) and one time column (seconds) of a sweep CSV, ready to fit.
 
     Raises ValueError with a one-line message for: missing file, empty file, a header without
@@ -480,9 +442,9 @@ def load_sweep_csv(path, column: str = "t_median_s") -> tuple[np.ndarray, np.nda
     non-numeric values, non-positive sizes or times.
     """
     path = Path(path)
-    table, linenos = _read_table(path)
+    table, linenos = results.read_table(path)
     names = ", ".join(table)
-    for name in ("nbytes", column):
+    for name in (COL.nbytes, column):
         if name not in table:
             raise ValueError(f"{path}: no column {name!r} (columns: {names})")
         if table[name].dtype.kind != "f":
@@ -491,10 +453,10 @@ def load_sweep_csv(path, column: str = "t_median_s") -> tuple[np.ndarray, np.nda
                 f"{path}: malformed line {linenos[bad]}: {name}={str(table[name][bad])!r} "
                 "is not a number"
             )
-    nbytes, t = table["nbytes"], table[column]
+    nbytes, t = table[COL.nbytes], table[column]
     if nbytes.size < 2:
         raise ValueError(f"{path}: only one data row; a fit needs at least 2 message sizes")
-    for name, arr in (("nbytes", nbytes), (column, t)):
+    for name, arr in ((COL.nbytes, nbytes), (column, t)):
         bad = np.flatnonzero(~np.isfinite(arr) | (arr <= 0))
         if bad.size:
             i = bad[0]

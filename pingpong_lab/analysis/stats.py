@@ -15,23 +15,25 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
+
+from ..data.schema import SweepRow
 
 __all__ = [
     "Summary",
     "bootstrap_median_ci",
     "check_timed_block",
+    "ci_half_width",
     "ci_relative_width",
     "combine",
-    "load_samples_npz",
     "max_across_ranks",
     "measured_timer_resolution",
     "median_ci",
     "min_samples_for_median_ci",
     "outlier_mask",
     "summarize",
+    "summary_row",
 ]
 
 
@@ -258,6 +260,48 @@ def ci_relative_width(summary: Summary | Mapping) -> float:
     return float((hi - lo) / med)
 
 
+def ci_half_width(s: Summary, tick_s: float = 0.0) -> float:
+    """Half the median's CI width relative to the median (0.02 means +/- 2%).
+
+    Never less than tick_s / median: when many samples fall on the same clock tick the
+    order-statistics CI can collapse to zero width, but no measurement is more precise than
+    the clock that took it.
+    """
+    if not s.median > 0 or math.isnan(s.ci_lo):
+        return float("nan")
+    return max(s.median - s.ci_lo, s.ci_hi - s.median, tick_s) / s.median
+
+
+def summary_row(
+    nbytes: int, reps: int, warmup: int, t, *, tick_s: float = 0.0, **extra
+) -> SweepRow:
+    """The results row (data.schema.SweepRow) of one message size from its one-way times t.
+
+    tick_s is the smallest one-way time difference the clock can resolve; the reported CI
+    half-width is never narrower than it (see ci_half_width). `extra` sets the other columns
+    (batch, rounds, stop_reason, timer_resolution_s).
+    """
+    s = summarize(t, n_boot=0)  # the order-statistics CI; bootstrap on demand
+    return SweepRow(
+        nbytes=nbytes,
+        reps=reps,
+        warmup=warmup,
+        t_median_s=s.median,
+        t_min_s=s.min,
+        t_mean_s=s.mean,
+        t_max_s=s.max,
+        t_std_s=s.std,
+        t_p90_s=s.p90,
+        t_p99_s=s.p99,
+        ci_lo_s=s.ci_lo,
+        ci_hi_s=s.ci_hi,
+        ci_rel_halfwidth=ci_half_width(s, tick_s),
+        n_outliers=s.n_high_iqr + s.n_low_iqr,
+        bandwidth_Bps=(nbytes / s.median) if s.median > 0 else float("nan"),
+        **extra,
+    )
+
+
 def max_across_ranks(samples_2d) -> np.ndarray:
     """Per-iteration maximum over ranks (rows = ranks, columns = iterations).
 
@@ -333,28 +377,3 @@ def check_timed_block(duration_s: float, resolution_s: float, factor: float = 10
             f"({factor * resolution_s:.3g} s); time more repetitions per block"
         )
     return duration_s / resolution_s
-
-
-def load_samples_npz(path) -> dict[int, np.ndarray]:
-    """Read a ``<stem>.samples.npz`` file: {nbytes: array (ranks, iters) of one-way seconds}.
-
-    Arrays are named ``n<nbytes>``; the result is sorted by message size.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"no such samples file: {path}")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except Exception as exc:  # OSError, ValueError, zipfile.BadZipFile, ...
-        raise ValueError(f"{path}: not a readable .npz file ({exc})") from exc
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: is a single .npy array, expected an .npz archive")
-    out: dict[int, np.ndarray] = {}
-    with data:
-        for name in data.files:
-            if not (name.startswith("n") and name[1:].isdigit()):
-                raise ValueError(f"{path}: unexpected array name {name!r} (want n<nbytes>)")
-            out[int(name[1:])] = np.asarray(data[name], dtype=float)
-    if not out:
-        raise ValueError(f"{path}: contains no sample arrays")
-    return dict(sorted(out.items()))

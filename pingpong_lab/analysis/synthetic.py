@@ -13,26 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data import results
 from . import stats
 
 __all__ = ["NOISE_KINDS", "SyntheticSweep", "default_sizes", "synthetic_sweep", "write_sweep_csv"]
 
 NOISE_KINDS = ("none", "gaussian", "heavy")
-
-SWEEP_COLUMNS = (
-    "nbytes",
-    "reps",
-    "t_median_s",
-    "t_min_s",
-    "t_mean_s",
-    "t_max_s",
-    "t_p90_s",
-    "t_p99_s",
-    "t_std_s",
-    "ci_lo_s",
-    "ci_hi_s",
-)
-"""Columns of the sweep CSV, in the order :func:`write_sweep_csv` writes them."""
 
 
 def default_sizes(max_bytes: int = 2**24) -> np.ndarray:
@@ -142,17 +128,16 @@ def synthetic_sweep(
 
 
 def write_sweep_csv(sweep: SyntheticSweep, path, comment: str | None = None) -> Path:
-    """Write ``sweep`` as a sweep CSV (the format the measuring code writes); return the path.
+    """Write ``sweep`` as a results CSV (the format the measuring code writes); return the path.
 
-    One row per size with the columns in :data:`SWEEP_COLUMNS` (one-way seconds; the CI is the
-    order-statistics CI of the median; with fewer than 6 reps its bounds are NaN).
+    One row per size with the columns of :class:`pingpong_lab.data.schema.SweepRow` (one-way
+    seconds; the CI is the order-statistics CI of the median; with fewer than 6 reps its
+    bounds are NaN), ``comment`` (default "synthetic sweep") as ``#`` lines on top, and the
+    JSON sidecar ``<path>.json`` with the truth the data were made from.
     """
-    path = Path(path)
-    lines = [f"# {line}" for line in (comment or "synthetic sweep").splitlines()]
-    lines.append(",".join(SWEEP_COLUMNS))
-    for nbytes, row in zip(sweep.nbytes, sweep.samples, strict=True):
-        s = stats.summarize(row, n_boot=0)
-        values = [s.median, s.min, s.mean, s.max, s.p90, s.p99, s.std, s.ci_lo, s.ci_hi]
-        lines.append(",".join([str(int(nbytes)), str(s.n)] + [repr(float(v)) for v in values]))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    rows = [
+        stats.summary_row(nbytes, int(np.count_nonzero(np.isfinite(t))), 0, t, stop_reason="fixed")
+        for nbytes, t in zip(sweep.nbytes, sweep.samples, strict=True)
+    ]
+    info = {"kernel": "synthetic", "truth": sweep.truth, "sizes": [int(n) for n in sweep.nbytes]}
+    return results.write_results(path, rows, info, comment=comment or "synthetic sweep")

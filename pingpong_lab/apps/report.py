@@ -44,6 +44,7 @@ from ..analysis.formatting import (
 )
 from ..data import results
 from ..data.jsonable import jsonable
+from ..data.schema import COL
 
 KIB, MIB = 1 << 10, 1 << 20
 SMALL_MAX = 64  # sizes up to this count as "small" for latency ratios
@@ -192,30 +193,30 @@ class Sweep:
 
     @property
     def nbytes(self) -> np.ndarray:
-        return self.col("nbytes")
+        return self.col(COL.nbytes)
 
     @property
     def t(self) -> np.ndarray:
-        return self.col("t_median_s")
+        return self.col(COL.t_median_s)
 
-    def at(self, nbytes: int, column: str = "t_median_s") -> float:
+    def at(self, nbytes: int, column: str = COL.t_median_s) -> float:
         for r in self.rows:
-            if int(r["nbytes"]) == int(nbytes):
+            if int(r[COL.nbytes]) == int(nbytes):
                 return float(r[column])
         return math.nan
 
     def table(self) -> dict:
-        return {k: self.col(k) for k in ("nbytes", "t_median_s", "ci_lo_s", "ci_hi_s")}
+        return {k: self.col(k) for k in (COL.nbytes, COL.t_median_s, COL.ci_lo_s, COL.ci_hi_s)}
 
 
 def load_sweep(path: Path) -> Sweep:
     rows, info = results.read_results(path)
-    rows = [r for r in rows if isinstance(r.get("nbytes"), int | float)]
+    rows = [r for r in rows if isinstance(r.get(COL.nbytes), int | float)]
     samples = {}
     sp = results.samples_path(path)
     if sp.exists():
         try:
-            samples = stats.load_samples_npz(sp)
+            samples = results.read_samples(sp)
         except Exception:  # a damaged sample file must not stop the report
             samples = {}
     return Sweep(Path(path), rows, info, samples)

@@ -1,11 +1,12 @@
-"""One tidy format for every measurement: CSV rows + a JSON provenance sidecar + raw samples.
+"""The one reader and writer of results files: CSV rows + a JSON sidecar + raw samples.
 
-    results.csv               one row per message size (nbytes, reps, t_median_s, ...)
+    results.csv               one row per message size, the columns of data.schema.SweepRow
     results.csv.json          provenance (mpi.environment.provenance): MPI library, hosts,
                               rank -> host/core, kernel, sizes, repetitions, timer resolution,
-                              transport settings, date
+                              transport settings, date; and the CSV's "columns" and "units"
     results.samples.npz       every raw one-way sample: array "n<nbytes>" of shape (ranks, reps)
 
+Floats are written with repr (they read back exactly); lines starting with # are comments.
 Files are written to a temporary name and renamed, so a crash never leaves half a result.
 """
 
@@ -18,6 +19,20 @@ import os
 from pathlib import Path
 
 import numpy as np
+
+from . import schema
+from .schema import SweepRow
+
+__all__ = [
+    "check_writable",
+    "read_results",
+    "read_samples",
+    "read_sidecar",
+    "read_table",
+    "samples_path",
+    "sidecar_path",
+    "write_results",
+]
 
 
 def sidecar_path(path) -> Path:
@@ -51,44 +66,139 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_results(path, rows: list[dict], info: dict, raw: dict | None = None) -> Path:
-    """Write the CSV, its JSON sidecar and (if given) the raw samples, each atomically."""
+def _text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def write_results(
+    path, rows, info: dict, raw: dict | None = None, comment: str | None = None
+) -> Path:
+    """Write the CSV, its JSON sidecar and (if given) the raw samples, each atomically.
+
+    rows: SweepRow objects (or a dataclass derived from SweepRow, whose columns are then
+    written), or dicts that SweepRow.from_dict accepts. The header is the row type's columns;
+    the sidecar gets them as "columns" with their "units". `comment` lines go first, each
+    starting with "# ".
+    """
     path = check_writable(path)
     if not rows:
         raise ValueError("no rows to write")
+    rows = [r if isinstance(r, SweepRow) else SweepRow.from_dict(r) for r in rows]
+    row_type = type(rows[0])
+    if any(type(r) is not row_type for r in rows):
+        raise ValueError("rows of one file must all have the same columns")
+    columns = schema.columns(row_type)
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
+    for line in (comment or "").splitlines():
+        buf.write(f"# {line}\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
     for row in rows:
-        writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in row.items()})
+        writer.writerow([_text(v) for v in row.to_dict().values()])
+    info = {**info, "columns": list(columns), "units": schema.units(row_type)}
     if raw:
         npz = io.BytesIO()
-        np.savez_compressed(npz, **{f"n{n}": a for n, a in raw.items()})
+        np.savez_compressed(npz, **{f"n{int(n)}": a for n, a in raw.items()})
         _atomic_write_bytes(samples_path(path), npz.getvalue())
-        info = {**info, "samples_file": samples_path(path).name}
+        info["samples_file"] = samples_path(path).name
     _atomic_write_bytes(sidecar_path(path), json.dumps(info, indent=2, default=str).encode())
     _atomic_write_bytes(path, buf.getvalue().encode())
     return path
 
 
+def _is_data(line: str) -> bool:
+    return bool(line.strip()) and not line.lstrip().startswith("#")
+
+
 def read_results(path) -> tuple[list[dict], dict]:
-    """Rows (numbers parsed) and provenance ({} when the sidecar is missing)."""
+    """Rows as dicts of every column in the file (numbers parsed) and the sidecar ({} if none).
+
+    Comment and blank lines are skipped. A missing file raises FileNotFoundError.
+    """
     path = Path(path)
-    with open(path, newline="") as f:
-        lines = [ln for ln in f if not ln.startswith("#")]
-    rows = []
-    for rec in csv.DictReader(lines):
-        rows.append({k: _number(v) for k, v in rec.items()})
+    with open(path, newline="", encoding="utf-8") as f:
+        lines = [ln for ln in f if _is_data(ln)]
+    rows = [{k: _number(v) for k, v in rec.items()} for rec in csv.DictReader(lines)]
+    return rows, read_sidecar(path)
+
+
+def read_sidecar(path) -> dict:
+    """The JSON sidecar of a results CSV ({} when there is none)."""
     side = sidecar_path(path)
-    info = json.loads(side.read_text()) if side.exists() else {}
-    return rows, info
+    return json.loads(side.read_text()) if side.exists() else {}
 
 
-def _number(text: str):
+def _number(text):
     try:
         return int(text)
-    except ValueError:
+    except (TypeError, ValueError):
         try:
             return float(text)
-        except ValueError:
+        except (TypeError, ValueError):
             return text
+
+
+def read_table(path) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A results CSV as {column: array} (numbers as float, other columns as str) and the file's
+    line number of every row (for error messages).
+
+    Raises ValueError (one line) for a missing file, a file without header or data rows, a
+    malformed header and rows whose field count differs from the header's.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"no such file: {path}")
+    if not path.is_file():
+        raise ValueError(f"not a file: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read as UTF-8 text ({exc})") from exc
+    lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if _is_data(line)]
+    if not lines:
+        raise ValueError(f"{path}: empty (no header line)")
+    rows = list(csv.reader([line for _, line in lines]))
+    header = [h.strip() for h in rows[0]]
+    if len(set(header)) != len(header) or any(not h for h in header):
+        raise ValueError(f"{path}: malformed header on line {lines[0][0]}: {lines[0][1]!r}")
+    data = rows[1:]
+    if not data:
+        raise ValueError(f"{path}: no data rows after the header")
+    for (lineno, _), row in zip(lines[1:], data, strict=True):
+        if len(row) != len(header):
+            raise ValueError(
+                f"{path}: malformed line {lineno}: expected {len(header)} fields, got {len(row)}"
+            )
+    table: dict[str, np.ndarray] = {}
+    for j, name in enumerate(header):
+        col = [row[j].strip() for row in data]
+        try:
+            table[name] = np.array([float(v) for v in col], dtype=float)
+        except ValueError:
+            table[name] = np.array(col, dtype=str)
+    return table, np.array([lineno for lineno, _ in lines[1:]])
+
+
+def read_samples(path) -> dict[int, np.ndarray]:
+    """Read a ``<stem>.samples.npz`` file: {nbytes: array (ranks, iters) of one-way seconds}.
+
+    Arrays are named ``n<nbytes>``; the result is sorted by message size.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no such samples file: {path}")
+    try:
+        data = np.load(path, allow_pickle=False)
+    except Exception as exc:  # OSError, ValueError, zipfile.BadZipFile, ...
+        raise ValueError(f"{path}: not a readable .npz file ({exc})") from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: is a single .npy array, expected an .npz archive")
+    out: dict[int, np.ndarray] = {}
+    with data:
+        for name in data.files:
+            if not (name.startswith("n") and name[1:].isdigit()):
+                raise ValueError(f"{path}: unexpected array name {name!r} (want n<nbytes>)")
+            out[int(name[1:])] = np.asarray(data[name], dtype=float)
+    if not out:
+        raise ValueError(f"{path}: contains no sample arrays")
+    return dict(sorted(out.items()))

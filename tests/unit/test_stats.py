@@ -206,21 +206,3 @@ def test_check_timed_block_refuses_blocks_shorter_than_100_ticks():
         stats.check_timed_block(5e-6, 1e-6, factor=10)
     with pytest.raises(ValueError, match="resolution must be positive"):
         stats.check_timed_block(1.0, 0.0)
-
-
-def test_load_samples_npz_reads_arrays_named_by_size(tmp_path):
-    path = tmp_path / "run.samples.npz"
-    np.savez(path, n1024=np.ones((2, 3)), n8=np.full((2, 3), np.nan))
-    data = stats.load_samples_npz(path)
-    assert list(data) == [8, 1024] and data[1024].shape == (2, 3)
-
-
-def test_load_samples_npz_rejects_missing_and_foreign_files(tmp_path):
-    with pytest.raises(ValueError, match="no such samples file"):
-        stats.load_samples_npz(tmp_path / "none.npz")
-    (tmp_path / "junk.npz").write_text("not a zip")
-    with pytest.raises(ValueError, match="not a readable .npz"):
-        stats.load_samples_npz(tmp_path / "junk.npz")
-    np.savez(tmp_path / "odd.npz", times=np.ones(3))
-    with pytest.raises(ValueError, match="unexpected array name 'times'"):
-        stats.load_samples_npz(tmp_path / "odd.npz")

@@ -5,6 +5,7 @@ import pytest
 
 from pingpong_lab.analysis import model
 from pingpong_lab.analysis.synthetic import default_sizes, synthetic_sweep, write_sweep_csv
+from pingpong_lab.data import results, schema
 
 ALPHA, BETA = 2e-6, 1e-10
 
@@ -84,7 +85,9 @@ def test_written_csv_has_the_sweep_columns_and_reloads(tmp_path):
     path = write_sweep_csv(s, tmp_path / "s.csv", comment="made by a test")
     table = model.read_sweep_table(path)
     assert path.read_text().startswith("# made by a test\n")
-    assert list(table)[:3] == ["nbytes", "reps", "t_median_s"]
+    assert tuple(table) == schema.COLUMNS
+    assert table["stop_reason"].tolist() == ["fixed"] * 3
+    assert results.read_sidecar(path)["truth"] == s.truth
     assert table["reps"].tolist() == [11, 11, 11]
     assert np.all(table["ci_lo_s"] <= table["t_median_s"])
     assert np.all(table["t_median_s"] <= table["ci_hi_s"])
