@@ -83,16 +83,57 @@ def _arrays(nbytes, t, what: str = "t") -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _ci_errors(y, lo, hi, scale):
+def _ci_bounds(lo, hi, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The CI bounds in seconds as float arrays of n values, or None when neither is given."""
     if lo is None and hi is None:
         return None
     if lo is None or hi is None:
         raise ValueError("give both ci_lo_s and ci_hi_s, or neither")
-    lo = np.asarray(lo, dtype=float).ravel() / scale
-    hi = np.asarray(hi, dtype=float).ravel() / scale
-    if lo.size != y.size or hi.size != y.size:
+    lo = np.asarray(lo, dtype=float).ravel()
+    hi = np.asarray(hi, dtype=float).ravel()
+    if lo.size != n or hi.size != n:
         raise ValueError("ci_lo_s/ci_hi_s must have one value per size")
-    return np.vstack([np.clip(y - lo, 0, None), np.clip(hi - y, 0, None)])
+    return lo, hi
+
+
+def _error_bars(y, low, high) -> np.ndarray:
+    return np.vstack([np.clip(y - low, 0, None), np.clip(high - y, 0, None)])
+
+
+def _ci_errors(y, lo, hi, scale):
+    """Error bars of times y (in units of scale seconds) from the CI in seconds; None without."""
+    bounds = _ci_bounds(lo, hi, y.size)
+    return None if bounds is None else _error_bars(y, bounds[0] / scale, bounds[1] / scale)
+
+
+def _measured(x, t, lo, hi, quantity: str = "time", time_unit: str = "us", unit: str = "GiB/s"):
+    """Measured times as drawn: (y, error bars or None, y-axis label) for time or bandwidth.
+
+    Bandwidth is x / t; its error bars come from the time CI (the shorter time is the higher
+    bandwidth).
+    """
+    if quantity == "time":
+        scale, tlabel = _time_scale(time_unit)
+        y = t / scale
+        return y, _ci_errors(y, lo, hi, scale), f"one-way time [{tlabel}]"
+    scale = _bw_scale(unit)
+    y = x / t / scale
+    bounds = _ci_bounds(lo, hi, y.size)
+    yerr = None if bounds is None else _error_bars(y, x / bounds[1] / scale, x / bounds[0] / scale)
+    return y, yerr, f"bandwidth [{unit}]"
+
+
+def _size_axes(ax: Axes, ylabel: str, logy: bool = True, legend: bool = True) -> Axes:
+    """Message size on a log2 x axis, ylabel (log scale unless logy=False), a grid, a legend."""
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(SIZE_LABEL)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        ax.legend()
+    return ax
 
 
 def _fit_label(fit) -> str:
@@ -169,21 +210,12 @@ def latency_plot(
 ) -> Axes:
     """One-way time vs message size, log-log, markers with CI error bars, optional model line."""
     ax = _axes(ax)
-    scale, tlabel = _time_scale(time_unit)
     x, t = _arrays(nbytes, t_s)
-    y = t / scale
-    yerr = _ci_errors(y, ci_lo_s, ci_hi_s, scale)
+    y, yerr, ylabel = _measured(x, t, ci_lo_s, ci_hi_s, time_unit=time_unit)
     ax.errorbar(x, y, yerr=yerr, fmt="o", linestyle="none", markersize=4, capsize=2, label=label)
     if fit is not None:
         add_model_line(ax, fit, (x.min(), x.max()), time_unit=time_unit, color="black")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(SIZE_LABEL)
-    ax.set_ylabel(f"one-way time [{tlabel}]")
-    ax.grid(True, which="major", alpha=0.3)
-    if label is not None or fit is not None:
-        ax.legend()
-    return ax
+    return _size_axes(ax, ylabel, legend=label is not None or fit is not None)
 
 
 def bandwidth_plot(
@@ -204,14 +236,7 @@ def bandwidth_plot(
     ax = _axes(ax)
     scale = _bw_scale(unit)
     x, t = _arrays(nbytes, t_s)
-    y = x / t / scale
-    yerr = None
-    if ci_lo_s is not None or ci_hi_s is not None:
-        if ci_lo_s is None or ci_hi_s is None:
-            raise ValueError("give both ci_lo_s and ci_hi_s, or neither")
-        bw_hi = x / np.asarray(ci_lo_s, dtype=float) / scale  # shorter time, more bandwidth
-        bw_lo = x / np.asarray(ci_hi_s, dtype=float) / scale
-        yerr = np.vstack([np.clip(y - bw_lo, 0, None), np.clip(bw_hi - y, 0, None)])
+    y, yerr, ylabel = _measured(x, t, ci_lo_s, ci_hi_s, "bandwidth", unit=unit)
     ax.errorbar(x, y, yerr=yerr, fmt="o", linestyle="none", markersize=4, capsize=2, label=label)
     if fit is not None:
         add_model_line(ax, fit, (x.min(), x.max()), quantity="bandwidth", unit=unit, color="black")
@@ -224,15 +249,7 @@ def bandwidth_plot(
                 linewidth=1,
                 label=f"1/β = {1.0 / beta / scale:.3g} {unit}",
             )
-    ax.set_xscale("log", base=2)
-    if logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(SIZE_LABEL)
-    ax.set_ylabel(f"bandwidth [{unit}]")
-    ax.grid(True, which="major", alpha=0.3)
-    if label is not None or fit is not None:
-        ax.legend()
-    return ax
+    return _size_axes(ax, ylabel, logy=logy, legend=label is not None or fit is not None)
 
 
 def _samples_by_size(samples, nbytes) -> tuple[list[float], list[np.ndarray]]:
@@ -316,11 +333,7 @@ def residual_plot(
         y, ylabel = resid / scale, f"residual [{tlabel}]"
     ax.plot(x, y, "o", linestyle="none", markersize=4, label=getattr(fit, "method", None))
     ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel(SIZE_LABEL)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    return ax
+    return _size_axes(ax, ylabel, logy=False, legend=False)
 
 
 def _series_arrays(name, data, column):
@@ -373,17 +386,7 @@ def compare_plot(
         x, t = _arrays(x, t)
         color = f"C{i % 10}"
         marker = _MARKERS[i % len(_MARKERS)]
-        if quantity == "time":
-            scale = _time_scale(time_unit)[0]
-            y = t / scale
-            yerr = _ci_errors(y, lo, hi, scale) if lo is not None else None
-        else:
-            scale = _bw_scale(unit)
-            y = x / t / scale
-            yerr = None
-            if lo is not None:
-                yerr = np.vstack([np.clip(y - x / hi / scale, 0, None), x / lo / scale - y])
-                yerr = np.clip(yerr, 0, None)
+        y, yerr, ylabel = _measured(x, t, lo, hi, quantity, time_unit, unit)
         ax.errorbar(
             x,
             y,
@@ -406,16 +409,7 @@ def compare_plot(
                 unit=unit,
                 color=color,
             )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(SIZE_LABEL)
-    if quantity == "time":
-        ax.set_ylabel(f"one-way time [{_time_scale(time_unit)[1]}]")
-    else:
-        ax.set_ylabel(f"bandwidth [{unit}]")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend()
-    return ax
+    return _size_axes(ax, ylabel)
 
 
 def contention_plot(

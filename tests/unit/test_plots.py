@@ -192,3 +192,29 @@ def test_bad_units_are_refused_with_the_list_of_choices():
         plots.latency_plot([1, 2], [1e-6, 2e-6], time_unit="min")
     with pytest.raises(ValueError, match="unit must be one of B/s"):
         plots.bandwidth_plot([1, 2], [1e-6, 2e-6], unit="furlong/s")
+
+
+def _error_segments(ax):
+    (container,) = [c for c in ax.containers if hasattr(c, "has_yerr")]
+    return np.array([seg for coll in container.lines[2] for seg in coll.get_segments()])
+
+
+@pytest.mark.parametrize("quantity", ["time", "bandwidth"])
+def test_one_series_gets_the_same_error_bars_alone_and_in_a_comparison(sweep, ci, quantity):
+    lo, hi = ci
+    alone = plots.latency_plot if quantity == "time" else plots.bandwidth_plot
+    ax = alone(sweep.nbytes, sweep.medians, lo, hi)
+    table = {"nbytes": sweep.nbytes, "t_median_s": sweep.medians, "ci_lo_s": lo, "ci_hi_s": hi}
+    ax2 = plots.compare_plot({"run": table}, quantity=quantity)
+    assert ax.get_ylabel() == ax2.get_ylabel()
+    np.testing.assert_allclose(_error_segments(ax), _error_segments(ax2))
+    if quantity == "bandwidth":  # the shortest time is the highest bandwidth
+        segments = _error_segments(ax)
+        np.testing.assert_allclose(segments[:, 1, 1], sweep.nbytes / lo / 2**30)
+
+
+def test_a_ci_of_the_wrong_length_is_refused(sweep, ci):
+    lo, hi = ci
+    for draw in (plots.latency_plot, plots.bandwidth_plot):
+        with pytest.raises(ValueError, match="one value per size"):
+            draw(sweep.nbytes, sweep.medians, lo[:-1], hi[:-1])
