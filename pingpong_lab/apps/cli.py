@@ -21,13 +21,8 @@ from ..data import results
 from ..errors import PingPongLabError
 from ..mpi import environment, jobs, measure
 from ..mpi.processes import run_group
+from ..mpi.settings import TRANSPORTS, SweepSettings
 
-TRANSPORTS = {
-    "default": {},
-    "shm": {},
-    # MPICH: no shared memory between local ranks; UCX restricted to TCP loopback.
-    "tcp": {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "FI_PROVIDER": "tcp"},
-}
 DEFAULT_TIMEOUT_S = 1800
 
 
@@ -110,47 +105,72 @@ def _fail(message: str, code: int = 1) -> int:
 def run_sweep(argv) -> int:
     parser = sweep_parser()
     a = parser.parse_args(argv)
-    if a.np < 2:
-        parser.error(f"--np {a.np}: a ping-pong needs at least 2 ranks")
-    if a.mode == "pairwise" and a.np % 2:
-        parser.error(f"--np {a.np}: the pairwise exchange needs an even number of ranks")
     if a.max_bytes < a.min_bytes:
         parser.error(f"--max-bytes {a.max_bytes} is smaller than --min-bytes {a.min_bytes}")
     if a.kernel == "c" and a.mode == "pickle":
         parser.error("--mode pickle exists only for --kernel python")
     try:
-        results.check_writable(a.out)
-    except OSError as exc:
+        settings = SweepSettings(
+            kind=a.kernel,
+            mode=a.mode,
+            sizes=measure.message_sizes(a.min_bytes, a.max_bytes),
+            reps=a.reps,
+            target_s=a.target_time,
+            rel_ci=a.ci,
+            budget_s=a.budget,
+            shared_buffer=a.shared_buffer,
+            library=a.library,
+            transport=a.transport,
+        )
+    except ValueError as exc:
         parser.error(str(exc))
+    problem = launch_problem(settings, a.np, a.out)
+    if problem:
+        parser.error(problem)
+    return launch_sweep(settings, a.np, a.out, timeout_s=a.timeout)
+
+
+def launch_problem(settings: SweepSettings, np_: int, out) -> str | None:
+    """Why `settings` cannot run on np_ ranks into `out` (None when it can)."""
+    if np_ < 2:
+        return f"--np {np_}: a ping-pong needs at least 2 ranks"
+    if settings.mode == "pairwise" and np_ % 2:
+        return f"--np {np_}: the pairwise exchange needs an even number of ranks"
+    try:
+        results.check_writable(out)
+    except OSError as exc:
+        return str(exc)
+    return None
+
+
+def launch_sweep(
+    settings: SweepSettings, np_: int, out, *, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> int:
+    """Run the "sweep" job (`settings` on np_ ranks under mpiexec, results into `out`).
+
+    The path `pingpong-lab sweep` and `pingpong-lab report` share. Returns the exit status:
+    0, or 1 after one line on stderr.
+    """
+    problem = launch_problem(settings, np_, out)
+    if problem:
+        return _fail(problem)
     try:
         mpiexec = environment.mpiexec()
-        if a.kernel == "c":
+        if settings.kind == "c":
             from ..mpi import ckernels
 
-            ckernels.preflight(a.library or ckernels.DEFAULT_LIBRARY)
+            ckernels.preflight(settings.library or ckernels.DEFAULT_LIBRARY)
     except (PingPongLabError, FileNotFoundError) as exc:
         return _fail(str(exc))
-    if a.np > environment.cpu_count():
+    if np_ > environment.cpu_count():
         print(
-            f"warning: {a.np} ranks on {environment.cpu_count()} cores: timings are oversubscribed",
+            f"warning: {np_} ranks on {environment.cpu_count()} cores: timings are oversubscribed",
             file=sys.stderr,
         )
-    job = {
-        "kind": a.kernel,
-        "mode": a.mode,
-        "sizes": measure.message_sizes(a.min_bytes, a.max_bytes),
-        "out": os.path.abspath(a.out),
-        "reps": a.reps,
-        "target_s": a.target_time,
-        "rel_ci": a.ci,
-        "budget_s": a.budget,
-        "shared_buffer": a.shared_buffer,
-        "library": a.library,
-        "transport": a.transport,
-    }
-    env = {**os.environ, **TRANSPORTS[a.transport]}
-    cmd = jobs.command("sweep", job, a.np, launcher=mpiexec)
-    return _run_job(cmd, env, a.timeout)
+    spec = {**settings.to_dict(), "out": os.path.abspath(out)}
+    env = {**os.environ, **TRANSPORTS[settings.transport]}
+    cmd = jobs.command("sweep", spec, np_, launcher=mpiexec)
+    return _run_job(cmd, env, timeout_s)
 
 
 def _run_job(cmd, env, timeout_s: float) -> int:

@@ -45,6 +45,8 @@ from ..analysis.formatting import (
 from ..data import results
 from ..data.jsonable import jsonable
 from ..data.schema import COL
+from ..mpi import measure
+from ..mpi.settings import SweepSettings
 
 KIB, MIB = 1 << 10, 1 << 20
 SMALL_MAX = 64  # sizes up to this count as "small" for latency ratios
@@ -52,7 +54,7 @@ SMALL_MAX = 64  # sizes up to this count as "small" for latency ratios
 
 @dataclass
 class Plan:
-    """What to measure: one entry per sweep (role, cli arguments)."""
+    """What to measure: one entry per sweep (role, ranks, settings)."""
 
     target_s: float
     main_range: tuple[int, int]
@@ -64,69 +66,32 @@ class Plan:
     contention_range: tuple[int, int]
     contention_target_s: float
 
-    def runs(self, np_: int) -> list[tuple[str, list[str]]]:
-        def rng(r):
-            return ["--min-bytes", str(r[0]), "--max-bytes", str(r[1])]
+    def runs(self, np_: int) -> list[tuple[str, int, SweepSettings]]:
+        def sweep(kind, mode, size_range, target_s=self.target_s, **more):
+            sizes = measure.message_sizes(*size_range)
+            return SweepSettings(kind=kind, mode=mode, sizes=sizes, target_s=target_s, **more)
 
-        t = ["--target-time", str(self.target_s)]
         runs = [
-            ("c_blocking", ["--kernel", "c", "--mode", "blocking", *rng(self.main_range), *t]),
-            (
-                "c_nonblocking",
-                ["--kernel", "c", "--mode", "nonblocking", *rng(self.main_range), *t],
-            ),
-            (
-                "python_blocking",
-                ["--kernel", "python", "--mode", "blocking", *rng(self.python_range), *t],
-            ),
-            (
-                "python_nonblocking",
-                ["--kernel", "python", "--mode", "nonblocking", *rng(self.python_range), *t],
-            ),
+            ("c_blocking", np_, sweep("c", "blocking", self.main_range)),
+            ("c_nonblocking", np_, sweep("c", "nonblocking", self.main_range)),
+            ("python_blocking", np_, sweep("python", "blocking", self.python_range)),
+            ("python_nonblocking", np_, sweep("python", "nonblocking", self.python_range)),
             (
                 "variability",
-                [
-                    "--kernel",
+                np_,
+                sweep(
                     "c",
-                    "--mode",
                     "blocking",
-                    *rng(self.variability_range),
-                    "--reps",
-                    str(self.variability_reps),
-                ],
+                    self.variability_range,
+                    target_s=measure.TARGET_S,
+                    reps=self.variability_reps,
+                ),
             ),
-            (
-                "c_blocking_tcp",
-                [
-                    "--kernel",
-                    "c",
-                    "--mode",
-                    "blocking",
-                    "--transport",
-                    "tcp",
-                    *rng(self.tcp_range),
-                    *t,
-                ],
-            ),
+            ("c_blocking_tcp", np_, sweep("c", "blocking", self.tcp_range, transport="tcp")),
         ]
-        runs = [(role, ["--np", str(np_), *args]) for role, args in runs]
-        ct = ["--target-time", str(self.contention_target_s)]
         for n in self.contention_ranks:
-            runs.append(
-                (
-                    f"contention_{n}",
-                    [
-                        "--np",
-                        str(n),
-                        "--kernel",
-                        "c",
-                        "--mode",
-                        "pairwise",
-                        *rng(self.contention_range),
-                        *ct,
-                    ],
-                )
-            )
+            pairwise = sweep("c", "pairwise", self.contention_range, self.contention_target_s)
+            runs.append((f"contention_{n}", n, pairwise))
         return runs
 
 
@@ -167,11 +132,11 @@ def measure_all(data_dir: Path, np_: int, quick: bool) -> dict:
     data_dir.mkdir(parents=True, exist_ok=True)
     runs = plan.runs(np_)
     times = {}
-    for k, (role, args) in enumerate(runs, start=1):
+    for k, (role, ranks, settings) in enumerate(runs, start=1):
         out = data_dir / f"{role}.csv"
-        _log(f"({k}/{len(runs)}) {role}: pingpong-lab sweep {' '.join(args)}")
+        _log(f"({k}/{len(runs)}) {role}: {ranks} ranks, {settings.describe()}")
         t0 = time.perf_counter()
-        code = cli.run_sweep([*args, "--out", str(out)])
+        code = cli.launch_sweep(settings, ranks, out)
         times[role] = time.perf_counter() - t0
         if code != 0:
             _log(f"({k}/{len(runs)}) {role} FAILED (exit {code}); the report goes on without it")

@@ -166,13 +166,13 @@ def run_pickle_pingpong(cluster, fn, obj, iters=2, timeout=ENGINE_TIMEOUT_S):
 def pickle_vs_buffer(cluster, sizes, reps=200, timeout=120):
     """Median one-way time of the buffer (Send/Recv) and pickle (send/recv) kernels per size."""
     from ..mpi import measure
+    from ..mpi.settings import SweepSettings
 
     table = []
     for mode in ("blocking", "pickle"):
-        rows, _ = cluster.run(
-            measure.sweep, "python", mode, list(sizes), reps=reps, timeout=timeout
-        )[0]
-        table.append({r["nbytes"]: r["t_median_s"] for r in rows})
+        settings = SweepSettings(kind="python", mode=mode, sizes=sizes, reps=reps)
+        rows, _ = cluster.run(measure.sweep_rows, settings, timeout=timeout)[0]
+        table.append({r.nbytes: r.t_median_s for r in rows})
     return [
         {
             "nbytes": n,
@@ -267,20 +267,20 @@ def reference_time(cluster, nbytes, reps=200, timeout=ENGINE_TIMEOUT_S) -> float
 def kernel_sweep(
     cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=300, shared_buffer=False
 ):
-    """pingpong_lab.mpi.measure.sweep on the engines; rank 0's rows (one-way times).
+    """measure.sweep_rows on the engines; rank 0's rows as dicts (one-way times).
 
     shared_buffer=True: one buffer per rank, the answering rank echoes the received bytes.
     """
     from ..mpi import measure
+    from ..mpi.settings import SweepSettings
 
-    rows, _ = cluster.run(
-        measure.sweep,
-        kind,
-        mode,
-        [int(s) for s in sizes],
+    settings = SweepSettings(
+        kind=kind,
+        mode=mode,
+        sizes=sizes,
         reps=reps,
         target_s=target_s,
         shared_buffer=shared_buffer,
-        timeout=timeout,
-    )[0]
-    return rows
+    )
+    rows, _ = cluster.run(measure.sweep_rows, settings, timeout=timeout)[0]
+    return [row.to_dict() for row in rows]

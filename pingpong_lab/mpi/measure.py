@@ -17,16 +17,35 @@ import numpy as np
 
 from ..analysis import stats
 from ..data import results
+from ..data.schema import SweepRow
 from ..errors import KernelError, PayloadError, PingPongLabError
 from . import environment, kernels
+from .settings import BUDGET_S, KINDS, MAX_REPS, MIN_REPS, MODES, REL_CI, TARGET_S, SweepSettings
 
-KINDS = ("c", "python")
-MODES = ("blocking", "nonblocking", "pairwise", "pickle")
-TARGET_S = 0.25  # measured time of the first round at each message size
-REL_CI = 0.02  # stop when the median's 95% CI is within +/- 2% of it ...
-BUDGET_S = 1.0  # ... or when this much time was spent on the size
-MIN_REPS = 20
-MAX_REPS = 100_000
+__all__ = [
+    "BUDGET_S",
+    "KINDS",
+    "MAX_REPS",
+    "MIN_REPS",
+    "MODES",
+    "REL_CI",
+    "TARGET_S",
+    "SweepSettings",
+    "gather_one_way",
+    "get_kernel",
+    "measure_size",
+    "message_sizes",
+    "one_way_tick",
+    "plan",
+    "run_agreed",
+    "run_kernel",
+    "sweep",
+    "sweep_job",
+    "sweep_rows",
+    "timer_resolution",
+    "warmup_for",
+]
+
 CALIBRATION_REPS = 5
 MAX_WARMUP = 200
 BLOCK_FACTOR = 100  # a timed block must last at least 100x the timer's resolution
@@ -114,39 +133,31 @@ def timer_resolution(comm) -> float:
     return comm.allreduce(stats.measured_timer_resolution(MPI.Wtime, n=50), op=MPI.MAX)
 
 
-def plan(
-    comm,
-    kernel,
-    nbytes,
-    *,
-    target_s=TARGET_S,
-    min_reps=MIN_REPS,
-    max_reps=MAX_REPS,
-    resolution_s=1e-9,
-    batch=None,
-    **options,
-) -> tuple[int, int]:
+def plan(comm, kernel, nbytes, settings: SweepSettings, resolution_s=1e-9) -> tuple[int, int]:
     """(reps, batch) for one size from a short calibration run; every rank gets the same.
 
     batch (round trips per timed sample) is the smallest that makes a timed block last
-    BLOCK_FACTOR x the timer resolution; reps make the first round last about target_s. Ranks
-    that do not time propose the minimum, and the maximum over ranks wins (Allreduce MAX).
-    A fixed `batch` whose block would be too short for the timer is refused.
+    BLOCK_FACTOR x the timer resolution; reps make the first round last about
+    settings.target_s, within settings.min_reps..max_reps. Ranks that do not time propose the
+    minimum, and the maximum over ranks wins (Allreduce MAX). A fixed settings.batch whose
+    block would be too short for the timer is refused.
     """
     MPI = _mpi()
+    options = settings.kernel_options
     samples = run_agreed(comm, kernel, nbytes, 1, CALIBRATION_REPS, **options)
     timed = samples[~np.isnan(samples)] if samples is not None else np.array([])
-    auto_batch, reps = 1, min_reps
+    auto_batch, reps = 1, settings.min_reps
     if timed.size:
         round_trip = max(float(np.median(timed)), 1e-9)
         auto_batch = max(1, math.ceil(BLOCK_FACTOR * resolution_s / float(np.min(timed))))
-        reps = int(min(max_reps, max(min_reps, math.ceil(target_s / (round_trip * auto_batch)))))
+        wanted = math.ceil(settings.target_s / (round_trip * auto_batch))
+        reps = int(min(settings.max_reps, max(settings.min_reps, wanted)))
     auto_batch = comm.allreduce(auto_batch, op=MPI.MAX)
     reps = comm.allreduce(reps, op=MPI.MAX)
-    if batch is not None:
+    if settings.batch is not None:
         shortest = comm.allreduce(float(np.min(timed)) if timed.size else math.inf, op=MPI.MIN)
-        stats.check_timed_block(shortest * batch, resolution_s, BLOCK_FACTOR)
-        return reps, int(batch)
+        stats.check_timed_block(shortest * settings.batch, resolution_s, BLOCK_FACTOR)
+        return reps, settings.batch
     return reps, auto_batch
 
 
@@ -163,91 +174,28 @@ def gather_one_way(comm, samples) -> np.ndarray | None:
     return np.vstack(rows) / 2.0
 
 
-def summary_row(
-    nbytes: int, reps: int, warmup: int, t: np.ndarray, *, tick_s: float = 0.0, **extra
-) -> dict:
-    """The tidy CSV row of one message size from its per-iteration one-way times t.
-
-    tick_s is the smallest one-way time difference the clock can resolve; the reported CI
-    half-width is never narrower than it (see ci_half_width).
-    """
-    s = stats.summarize(t, n_boot=0)  # the order-statistics CI; bootstrap on demand
-    row = {
-        "nbytes": int(nbytes),
-        "reps": int(reps),
-        "warmup": int(warmup),
-        "t_median_s": s.median,
-        "t_min_s": s.min,
-        "t_mean_s": s.mean,
-        "t_max_s": s.max,
-        "t_std_s": s.std,
-        "t_p90_s": s.p90,
-        "t_p99_s": s.p99,
-        "ci_lo_s": s.ci_lo,
-        "ci_hi_s": s.ci_hi,
-        "ci_rel_halfwidth": ci_half_width(s, tick_s),
-        "n_outliers": s.n_high_iqr + s.n_low_iqr,
-        "bandwidth_Bps": (nbytes / s.median) if s.median > 0 else float("nan"),
-    }
-    row.update(extra)
-    return row
-
-
-def ci_half_width(s, tick_s: float = 0.0) -> float:
-    """Half the median's CI width relative to the median (0.02 means +/- 2%).
-
-    Never less than tick_s / median: when many samples fall on the same clock tick the
-    order-statistics CI can collapse to zero width, but no measurement is more precise than
-    the clock that took it.
-    """
-    if not s.median > 0 or math.isnan(s.ci_lo):
-        return float("nan")
-    return max(s.median - s.ci_lo, s.ci_hi - s.median, tick_s) / s.median
-
-
 def one_way_tick(resolution_s: float, batch: int) -> float:
     """The clock's resolution as seen in one one-way sample: a batched round trip, halved."""
     return resolution_s / (2.0 * max(1, batch))
 
 
-def measure_size(
-    comm,
-    kernel,
-    nbytes,
-    *,
-    reps=None,
-    batch=None,
-    rel_ci=REL_CI,
-    budget_s=BUDGET_S,
-    target_s=TARGET_S,
-    min_reps=MIN_REPS,
-    max_reps=MAX_REPS,
-    resolution_s=1e-9,
-    **options,
-):
+def measure_size(comm, kernel, nbytes, settings: SweepSettings, resolution_s=1e-9):
     """Measure one size in rounds until the median's CI is narrow enough or the budget is spent.
 
     Every round's samples are kept. Rank 0 decides whether to stop and broadcasts it, so all
-    ranks run the same rounds. On rank 0 returns (row, one_way (ranks x all reps)); else None.
-    The row's stop_reason says why it stopped: "ci" (precision reached), "budget" (time ran
-    out first) or "fixed" (reps given, one round). Precision is judged with the CI half-width
-    floored at the timer's resolution, so a target finer than the clock runs to the budget.
+    ranks run the same rounds. On rank 0 returns (SweepRow, one_way (ranks x all reps)); else
+    None. The row's stop_reason says why it stopped: "ci" (precision reached), "budget" (time
+    ran out first) or "fixed" (reps given, or no rel_ci: one round). Precision is judged with
+    the CI half-width floored at the timer's resolution, so a target finer than the clock runs
+    to the budget.
     """
     start = time.perf_counter()
-    planned, batch = plan(
-        comm,
-        kernel,
-        nbytes,
-        target_s=target_s,
-        min_reps=min_reps,
-        max_reps=max_reps,
-        resolution_s=resolution_s,
-        batch=batch,
-        **options,
-    )
-    n = reps if reps is not None else planned
+    planned, batch = plan(comm, kernel, nbytes, settings, resolution_s)
+    fixed = settings.reps is not None or settings.rel_ci is None
+    n = settings.reps if settings.reps is not None else planned
     warmup = warmup_for(n)
     tick = one_way_tick(resolution_s, batch)
+    options = settings.kernel_options
     rounds = []
     while True:
         samples = run_agreed(comm, kernel, nbytes, warmup, n, batch=batch, **options)
@@ -256,12 +204,11 @@ def measure_size(
         if comm.Get_rank() == 0:
             rounds.append(one_way)
             s = stats.summarize(stats.max_across_ranks(np.hstack(rounds)), n_boot=0)
-            width = ci_half_width(s, tick)
-            if reps is not None or rel_ci is None:
+            if fixed:
                 decision = "fixed"
-            elif width <= rel_ci:
+            elif stats.ci_half_width(s, tick) <= settings.rel_ci:
                 decision = "ci"
-            elif time.perf_counter() - start >= budget_s:
+            elif time.perf_counter() - start >= settings.budget_s:
                 decision = "budget"
         decision = comm.bcast(decision, root=0)
         if decision is not None:
@@ -269,7 +216,7 @@ def measure_size(
     if comm.Get_rank() != 0:
         return None
     everything = np.hstack(rounds)
-    row = summary_row(
+    row = stats.summary_row(
         nbytes,
         everything.shape[1],
         warmup,
@@ -278,8 +225,34 @@ def measure_size(
         batch=batch,
         rounds=len(rounds),
         stop_reason=decision,
+        timer_resolution_s=resolution_s,
     )
     return row, everything
+
+
+def sweep_rows(settings: SweepSettings, comm=None, progress=None):
+    """Measure every size of `settings`; on rank 0 (rows, raw), on other ranks None.
+
+    rows: one data.schema.SweepRow per size; raw[nbytes] = one-way seconds (ranks x reps).
+    Each size is measured as measure_size says. `progress(index, total, row, seconds)` is
+    called on rank 0 after each size.
+    """
+    comm = comm if comm is not None else _mpi().COMM_WORLD
+    kernel = get_kernel(settings.kind, settings.mode, settings.library)
+    resolution = timer_resolution(comm)
+    rows: list[SweepRow] = []
+    raw = {}
+    for index, nbytes in enumerate(settings.sizes):
+        start = time.perf_counter()
+        out = measure_size(comm, kernel, nbytes, settings, resolution)
+        if out is not None:
+            row, raw[nbytes] = out
+            rows.append(row)
+            if progress is not None:
+                progress(index, len(settings.sizes), row, time.perf_counter() - start)
+    if comm.Get_rank() != 0:
+        return None
+    return rows, raw
 
 
 def sweep(
@@ -301,92 +274,82 @@ def sweep(
 ):
     """Measure every size; on rank 0 return (rows, raw) where raw[nbytes] = (ranks x reps).
 
-    By default each size is measured adaptively (see measure_size): +/- rel_ci precision of the
-    median or budget_s seconds, whichever comes first. `reps` fixes the repetitions (one round).
-    `progress(index, total, row, seconds)` is called on rank 0 after each size.
+    The keywords are those of SweepSettings (see sweep_rows, which takes the settings as one
+    object). By default each size is measured adaptively (see measure_size): +/- rel_ci
+    precision of the median or budget_s seconds, whichever comes first. `reps` fixes the
+    repetitions (one round). rows are dicts (SweepRow.to_dict()). `progress(index, total, row,
+    seconds)` is called on rank 0 after each size.
     """
-    comm = comm if comm is not None else _mpi().COMM_WORLD
-    kernel = get_kernel(kind, mode, library)
-    resolution = timer_resolution(comm)
-    rows, raw = [], {}
-    sizes = list(sizes)
-    for index, nbytes in enumerate(sizes):
-        start = time.perf_counter()
-        out = measure_size(
-            comm,
-            kernel,
-            nbytes,
-            reps=reps,
-            batch=batch,
-            rel_ci=rel_ci,
-            budget_s=budget_s,
-            target_s=target_s,
-            min_reps=min_reps,
-            max_reps=max_reps,
-            resolution_s=resolution,
-            shared_buffer=shared_buffer,
-        )
-        if out is not None:
-            row, one_way = out
-            row["timer_resolution_s"] = resolution
-            rows.append(row)
-            raw[nbytes] = one_way
-            if progress is not None:
-                progress(index, len(sizes), row, time.perf_counter() - start)
-    if comm.Get_rank() != 0:
+    settings = SweepSettings(
+        kind=kind,
+        mode=mode,
+        sizes=sizes,
+        reps=reps,
+        batch=batch,
+        rel_ci=rel_ci,
+        budget_s=budget_s,
+        target_s=target_s,
+        min_reps=min_reps,
+        max_reps=max_reps,
+        shared_buffer=shared_buffer,
+        library=library,
+    )
+    report = None
+    if progress is not None:
+
+        def report(index, total, row, seconds):
+            progress(index, total, row.to_dict(), seconds)
+
+    out = sweep_rows(settings, comm=comm, progress=report)
+    if out is None:
         return None
-    return rows, raw
+    rows, raw = out
+    return [row.to_dict() for row in rows], raw
 
 
 # -- the sweep job (`pingpong-lab sweep` under mpiexec) ----------------------------------------
-def _print_progress(index, total, row, seconds):
-    ci = row["ci_rel_halfwidth"] * 100
+def _print_progress(index, total, row: SweepRow, seconds):
     print(
-        f"[{index + 1:>2}/{total}] {row['nbytes']:>10} B  median {row['t_median_s'] * 1e6:10.2f} us"
-        f" +/-{ci:5.2f}%  min {row['t_min_s'] * 1e6:10.2f} us  reps {row['reps']:>6}"
-        f" x{row['batch']}  {row['stop_reason']:<6} ({seconds:.2f} s)",
+        f"[{index + 1:>2}/{total}] {row.nbytes:>10} B  median {row.t_median_s * 1e6:10.2f} us"
+        f" +/-{row.ci_rel_halfwidth * 100:5.2f}%  min {row.t_min_s * 1e6:10.2f} us"
+        f"  reps {row.reps:>6} x{row.batch}  {row.stop_reason:<6} ({seconds:.2f} s)",
         flush=True,
     )
 
 
-def sweep_job(args: dict, comm) -> int:
-    """The job behind `pingpong-lab sweep` (every rank): measure, then rank 0 writes the results.
+def sweep_job(spec: dict, comm) -> int:
+    """The "sweep" job (every rank): measure, then rank 0 writes the results.
 
-    Rank 0 prints one progress line per size; an error is printed as one line on stderr by
-    rank 0 and every rank returns 1 (no rank is left waiting).
+    spec: SweepSettings.to_dict() plus "out", the CSV path. Rank 0 prints one progress line
+    per size; an error is printed as one line on stderr by rank 0 and every rank returns 1
+    (no rank is left waiting).
     """
     try:
-        out = sweep(
-            args["kind"],
-            args["mode"],
-            args["sizes"],
-            target_s=args.get("target_s", TARGET_S),
-            rel_ci=args.get("rel_ci", REL_CI),
-            budget_s=args.get("budget_s", BUDGET_S),
-            reps=args.get("reps"),
-            shared_buffer=args.get("shared_buffer", False),
-            library=args.get("library"),
-            comm=comm,
-            progress=_print_progress,
-        )
+        spec = dict(spec)
+        out_path = spec.pop("out", None)
+        if not out_path:
+            raise ValueError("the sweep job needs 'out', the CSV file to write")
+        settings = SweepSettings.from_dict(spec)
+        out = sweep_rows(settings, comm=comm, progress=_print_progress)
         info = environment.provenance(
             comm,
-            kernel=args["kind"],
-            mode=args["mode"],
-            sizes=args["sizes"],
-            buffers="shared" if args.get("shared_buffer") else "separate",
+            kernel=settings.kind,
+            mode=settings.mode,
+            sizes=list(settings.sizes),
+            buffers="shared" if settings.shared_buffer else "separate",
             launcher="mpiexec",
-            precision={"rel_ci": args.get("rel_ci"), "budget_s_per_size": args.get("budget_s")},
-            transport=args.get("transport", "default"),
+            precision={"rel_ci": settings.rel_ci, "budget_s_per_size": settings.budget_s},
+            transport=settings.transport,
+            settings=settings.to_dict(),
         )
         if comm.Get_rank() == 0:
             rows, raw = out
-            info["repetitions"] = {str(r["nbytes"]): r["reps"] for r in rows}
-            info["stop_reasons"] = {str(r["nbytes"]): r["stop_reason"] for r in rows}
-            met = sum(r["stop_reason"] in ("ci", "fixed") for r in rows)
+            info["repetitions"] = {str(r.nbytes): r.reps for r in rows}
+            info["stop_reasons"] = {str(r.nbytes): r.stop_reason for r in rows}
+            met = sum(r.stop_reason in ("ci", "fixed") for r in rows)
             print(f"precision target met at {met} of {len(rows)} sizes", flush=True)
-            results.write_results(args["out"], rows, info, raw)
-            print(f"wrote {args['out']} ({len(rows)} sizes)", flush=True)
+            results.write_results(out_path, rows, info, raw)
+            print(f"wrote {out_path} ({len(rows)} sizes)", flush=True)
         return 0
     except (PingPongLabError, OSError, ValueError) as exc:
         if comm.Get_rank() == 0:

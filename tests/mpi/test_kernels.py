@@ -142,9 +142,11 @@ def _plan_with(resolution_s, batch):
     from mpi4py import MPI
 
     from pingpong_lab.mpi import measure
+    from pingpong_lab.mpi.settings import SweepSettings
 
     kernel = measure.get_kernel("c", "blocking")
-    return measure.plan(MPI.COMM_WORLD, kernel, 8, resolution_s=resolution_s, batch=batch)
+    settings = SweepSettings(sizes=[8], batch=batch)
+    return measure.plan(MPI.COMM_WORLD, kernel, 8, settings, resolution_s=resolution_s)
 
 
 def test_a_coarse_timer_makes_every_sample_a_batch_of_round_trips(cluster2):
