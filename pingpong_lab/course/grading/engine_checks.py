@@ -69,14 +69,23 @@ def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIME
     return results[0]
 
 
+def _assert_echoes_intact(corrupt: int, count: str, nbytes=None, before="", after="") -> None:
+    """AssertionError '<before><count> echoes[ of <size>] came back different from what rank 0
+    sent<after>' unless corrupt is 0."""
+    if corrupt:
+        size = "" if nbytes is None else f" of {nbytes_text(nbytes)}"
+        raise AssertionError(
+            f"{before}{count} echoes{size} came back different from what rank 0 sent{after}"
+        )
+
+
 def check_pingpong_on_engines(cluster, fn, sizes=(0, 1, 4097, 1 << 20), iters=3):
     """AssertionError unless every echo comes back intact at every size (with a deadline)."""
     for nbytes in sizes:
         report = pingpong_on_engines_report(cluster, fn, nbytes, iters)
         corrupt = report["corrupt"]
-        assert corrupt == 0, (
-            f"{corrupt} of {iters} echoes of {nbytes_text(nbytes)} came back different from "
-            f"what rank 0 sent; {report.get('detail')}"
+        _assert_echoes_intact(
+            corrupt, f"{corrupt} of {iters}", nbytes, after=f"; {report.get('detail')}"
         )
     return True
 
@@ -178,10 +187,8 @@ def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="
         f"each message must carry all {nbytes} bytes {where}"
     )
     assert tags_match(r0[0][2], r1[0][2]) and tags_match(r1[1][2], r0[1][2]), f"tags differ {where}"
-    assert results[0]["corrupt"] == 0, (
-        f"{results[0]['corrupt']} of {iters} echoes came back different from what rank 0 sent "
-        f"{where}"
-    )
+    corrupt = results[0]["corrupt"]
+    _assert_echoes_intact(corrupt, f"{corrupt} of {iters}", after=f" {where}")
     return True
 
 
@@ -191,10 +198,7 @@ def check_c_payload(cluster, lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function
         results = c_pingpong_on_engines(cluster, lib, nbytes, iters, function)
         _raise_for_codes(results, function)
         corrupt = results[0]["corrupt"]
-        assert corrupt == 0, (
-            f"{corrupt} of {iters} echoes of {nbytes_text(nbytes)} came back different from "
-            "what rank 0 sent"
-        )
+        _assert_echoes_intact(corrupt, f"{corrupt} of {iters}", nbytes)
     return True
 
 
@@ -229,10 +233,7 @@ def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
     results = run_c_with_ranks(lib, nranks, nbytes, function=function)
     _raise_for_codes(results, function)
     corrupt = results[0]["corrupt"]
-    assert corrupt == 0, (
-        f"with {nranks} ranks, {corrupt} echoes of {nbytes_text(nbytes)} came back different "
-        "from what rank 0 sent"
-    )
+    _assert_echoes_intact(corrupt, str(corrupt), nbytes, before=f"with {nranks} ranks, ")
     return True
 
 
