@@ -18,6 +18,7 @@ import numpy as np
 
 from ..data import results
 from ..data.schema import COL
+from . import stats
 
 __all__ = [
     "GIB",
@@ -206,8 +207,7 @@ def bootstrap_ci(
     equal spread everywhere) gives OLS intervals that miss the truth far too often.
     ``rng`` is a seed or a ``numpy.random.Generator``: the same seed gives the same interval.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
+    confidence = stats.check_confidence(confidence)
     if int(n_boot) < 2:
         raise ValueError(f"n_boot must be at least 2, got {n_boot}")
     if resample is None:
@@ -215,7 +215,7 @@ def bootstrap_ci(
     if resample not in ("residuals", "points"):
         raise ValueError(f"resample must be 'residuals' or 'points', got {resample!r}")
     x, y = _xy(nbytes, t, min_points=3)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = stats.generator(rng)
     alpha, beta = _fit_arrays(x, y, weighted)
     pred = alpha + beta * x
     n = x.size

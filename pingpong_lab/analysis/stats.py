@@ -23,10 +23,12 @@ from ..data.schema import SweepRow
 __all__ = [
     "Summary",
     "bootstrap_median_ci",
+    "check_confidence",
     "check_timed_block",
     "ci_half_width",
     "ci_relative_width",
     "combine",
+    "generator",
     "max_across_ranks",
     "measured_timer_resolution",
     "median_ci",
@@ -75,7 +77,8 @@ class Summary:
         return asdict(self)
 
 
-def _check_confidence(confidence: float) -> float:
+def check_confidence(confidence: float) -> float:
+    """confidence as a float; ValueError unless it lies strictly between 0 and 1."""
     confidence = float(confidence)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
@@ -96,7 +99,8 @@ def _finite_1d(samples, what: str = "samples") -> np.ndarray:
     return arr
 
 
-def _rng(rng) -> np.random.Generator:
+def generator(rng) -> np.random.Generator:
+    """rng itself when it is a numpy Generator, else a new one seeded with it (None: fresh)."""
     if isinstance(rng, np.random.Generator):
         return rng
     return np.random.default_rng(rng)
@@ -109,7 +113,7 @@ def min_samples_for_median_ci(confidence: float = 0.95) -> int:
     the same side of it, which happens with probability 2 * 0.5**n. So n must satisfy
     1 - 2 * 0.5**n >= confidence (n = 6 at 95 %, n = 8 at 99 %).
     """
-    confidence = _check_confidence(confidence)
+    confidence = check_confidence(confidence)
     n = 1
     while 1.0 - 2.0 * 0.5**n < confidence:
         n += 1
@@ -134,7 +138,7 @@ def median_ci(samples, confidence: float = 0.95) -> tuple[float, float, float]:
 
     Raises ValueError when fewer than :func:`min_samples_for_median_ci` samples are measured.
     """
-    confidence = _check_confidence(confidence)
+    confidence = check_confidence(confidence)
     x = np.sort(_finite_1d(samples))
     n = x.size
     need = min_samples_for_median_ci(confidence)
@@ -157,11 +161,11 @@ def bootstrap_median_ci(
     ``rng`` is a seed or a ``numpy.random.Generator``; the same seed gives the same interval.
     Resamples are drawn in chunks so that large sample sets do not exhaust memory.
     """
-    confidence = _check_confidence(confidence)
+    confidence = check_confidence(confidence)
     if int(n_boot) < 1:
         raise ValueError(f"n_boot must be a positive integer, got {n_boot}")
     x = _finite_1d(samples)
-    gen = _rng(rng)
+    gen = generator(rng)
     n = x.size
     chunk = max(1, min(int(n_boot), 4_000_000 // n))
     medians = []
@@ -206,7 +210,7 @@ def summarize(samples, confidence: float = 0.95, n_boot: int = 1000, rng=0) -> S
     for 1000 resamples of 10**5 samples), so pass ``n_boot=0`` when summarising many large
     sample sets and the order-statistics CI is enough. ``rng`` seeds the bootstrap.
     """
-    confidence = _check_confidence(confidence)
+    confidence = check_confidence(confidence)
     x = _finite_1d(samples)
     n = x.size
     q1, median, q3, p90, p99 = np.quantile(x, [0.25, 0.5, 0.75, 0.90, 0.99])

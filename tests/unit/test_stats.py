@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from pingpong_lab.analysis import stats
+from pingpong_lab.analysis import model, stats
 
 
 @pytest.mark.parametrize(("confidence", "n"), [(0.9, 5), (0.95, 6), (0.99, 8)])
@@ -206,3 +206,23 @@ def test_check_timed_block_refuses_blocks_shorter_than_100_ticks():
         stats.check_timed_block(5e-6, 1e-6, factor=10)
     with pytest.raises(ValueError, match="resolution must be positive"):
         stats.check_timed_block(1.0, 0.0)
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, float("nan")])
+def test_one_confidence_check_for_medians_and_fits(bad):
+    message = "confidence must be between 0 and 1 .exclusive."
+    with pytest.raises(ValueError, match=message):
+        stats.check_confidence(bad)
+    with pytest.raises(ValueError, match=message):
+        model.bootstrap_ci([1, 2, 4, 8], [1.0, 1.1, 1.2, 1.4], confidence=bad, n_boot=10)
+    assert stats.check_confidence("0.9") == 0.9
+
+
+def test_generator_passes_a_generator_through_and_seeds_anything_else():
+    gen = np.random.default_rng(5)
+    assert stats.generator(gen) is gen
+    assert stats.generator(5).random() == np.random.default_rng(5).random()
+    x, t = [1, 2, 4, 8, 16], [1.0, 1.1, 1.25, 1.5, 2.1]
+    assert model.bootstrap_ci(x, t, n_boot=20, rng=3) == model.bootstrap_ci(
+        x, t, n_boot=20, rng=np.random.default_rng(3)
+    )
