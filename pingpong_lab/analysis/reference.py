@@ -1,8 +1,8 @@
 """Published ping-pong figures from the course's source documents, as data with citations.
 
 Each dataset cites the document it was read from (author, title, institution, year) and says
-what was measured. Units are part of every name. Numbers are transcribed as printed; where a source is
-internally inconsistent, both readings are kept and the disagreement is noted.
+what was measured. Units are part of every name. Numbers are transcribed as printed; where a
+source is internally inconsistent, both readings are kept and the disagreement is noted.
 
 Sources:
 
@@ -17,7 +17,8 @@ Sources:
 - ``HPC4DS2025``: G. Boi and M. Piccoli, "HPC4DS - Benchmark", course report, 17 October
   2025. Four PBS placements; the report gives plots only, no numbers.
 - ``UFSC``: S. T. Sari, A. B. Sales and C. B. Westphall, slides on network latency measurement
-  (in Portuguese), Universidade Federal de Santa Catarina (UFSC). netperf TCP latency vs segment size with linear fits.
+  (in Portuguese), Universidade Federal de Santa Catarina (UFSC). netperf TCP latency vs
+  segment size with linear fits.
 """
 
 from __future__ import annotations
@@ -291,8 +292,8 @@ UFSC_NETPERF_FITS: tuple[dict, ...] = (
     {"cluster": "SP2", "intercept": 1.735339, "slope_per_byte": 0.000677, "r2": 0.231976},
 )
 """netperf TCP latency = intercept + slope * segment size (64..1518 bytes), from the UFSC
-slides (Sari, Sales and Westphall). The slides do not state the latency unit (likely ms), so these are
-not converted; they illustrate a linear fit with a poor R^2 (SP2)."""
+slides (Sari, Sales and Westphall). The slides do not state the latency unit (likely ms), so
+these are not converted; they illustrate a linear fit with a poor R^2 (SP2)."""
 
 
 def literature_alpha_beta() -> list[dict]:
