@@ -19,6 +19,7 @@ import warnings
 from ..analysis import model
 from ..analysis.formatting import format_number
 from ..data.jsonable import jsonable
+from ..data.schema import COL
 
 PROG = "pingpong-lab fit"
 
@@ -39,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("csv", help="sweep CSV (one row per message size, one-way seconds)")
     p.add_argument(
-        "--column", default="t_median_s", help="time column to fit (default: t_median_s)"
+        "--column", default=COL.t_median_s, help=f"time column to fit (default: {COL.t_median_s})"
     )
     p.add_argument(
         "--ols", action="store_true", help="plain least squares instead of relative-error weights"
