@@ -255,45 +255,17 @@ def sweep_rows(settings: SweepSettings, comm=None, progress=None):
     return rows, raw
 
 
-def sweep(
-    kind: str,
-    mode: str,
-    sizes,
-    *,
-    reps: int | None = None,
-    batch: int | None = None,
-    rel_ci: float | None = REL_CI,
-    budget_s: float = BUDGET_S,
-    target_s: float = TARGET_S,
-    min_reps: int = MIN_REPS,
-    max_reps: int = MAX_REPS,
-    shared_buffer: bool = False,
-    library=None,
-    comm=None,
-    progress=None,
-):
+def sweep(kind: str, mode: str, sizes, *, comm=None, progress=None, **settings):
     """Measure every size; on rank 0 return (rows, raw) where raw[nbytes] = (ranks x reps).
 
-    The keywords are those of SweepSettings (see sweep_rows, which takes the settings as one
-    object). By default each size is measured adaptively (see measure_size): +/- rel_ci
-    precision of the median or budget_s seconds, whichever comes first. `reps` fixes the
-    repetitions (one round). rows are dicts (SweepRow.to_dict()). `progress(index, total, row,
-    seconds)` is called on rank 0 after each size.
+    `settings` are SweepSettings keywords (reps, rel_ci, budget_s, target_s, batch,
+    shared_buffer, library, ...); sweep_rows takes them as one object. By default each size is
+    measured adaptively (see measure_size): +/- rel_ci precision of the median or budget_s
+    seconds, whichever comes first. `reps` fixes the repetitions (one round). rows are dicts
+    (SweepRow.to_dict()). `progress(index, total, row, seconds)` is called on rank 0 after each
+    size.
     """
-    settings = SweepSettings(
-        kind=kind,
-        mode=mode,
-        sizes=sizes,
-        reps=reps,
-        batch=batch,
-        rel_ci=rel_ci,
-        budget_s=budget_s,
-        target_s=target_s,
-        min_reps=min_reps,
-        max_reps=max_reps,
-        shared_buffer=shared_buffer,
-        library=library,
-    )
+    settings = SweepSettings(kind=kind, mode=mode, sizes=sizes, **settings)
     report = None
     if progress is not None:
 

@@ -91,6 +91,8 @@ def test_the_sweep_job_refuses_bad_settings_before_any_mpi_call(capsys):
 def test_the_keyword_sweep_checks_its_settings_before_measuring():
     with pytest.raises(ValueError, match="sizes is empty"):
         measure.sweep("c", "blocking", [])
+    with pytest.raises(TypeError, match="repz"):
+        measure.sweep("c", "blocking", [8], repz=3)
 
 
 def test_the_cli_and_the_report_launch_settings_through_the_same_function(monkeypatch, tmp_path):
