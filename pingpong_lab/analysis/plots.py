@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..data.schema import COL
 from . import stats
 from .formatting import format_bandwidth, format_bytes, format_time
 
@@ -340,7 +341,7 @@ def _series_arrays(name, data, column):
     if isinstance(data, tuple | list) and len(data) == 2:
         return np.asarray(data[0], dtype=float), np.asarray(data[1], dtype=float), None, None
     try:
-        x = np.asarray(data["nbytes"], dtype=float)
+        x = np.asarray(data[COL.nbytes], dtype=float)
         y = np.asarray(data[column], dtype=float)
     except (KeyError, TypeError, IndexError) as exc:
         raise ValueError(
@@ -353,8 +354,8 @@ def _series_arrays(name, data, column):
         except (KeyError, TypeError, IndexError):
             return None
 
-    lo, hi = optional("ci_lo_s"), optional("ci_hi_s")
-    if lo is None or hi is None or column != "t_median_s":
+    lo, hi = optional(COL.ci_lo_s), optional(COL.ci_hi_s)
+    if lo is None or hi is None or column != COL.t_median_s:
         lo = hi = None
     return x, y, lo, hi
 
@@ -362,7 +363,7 @@ def _series_arrays(name, data, column):
 def compare_plot(
     series: Mapping,
     quantity: str = "time",
-    column: str = "t_median_s",
+    column: str = COL.t_median_s,
     ax: Axes | None = None,
     time_unit: str = "us",
     unit: str = "GiB/s",

@@ -16,7 +16,7 @@ from . import environment
 
 JOBS = {
     "sweep": "pingpong_lab.mpi.measure:sweep_job",  # pingpong-lab sweep, report
-    "bench-round": "pingpong_lab.apps.bench:round_job",  # one round of make bench
+    "bench-round": "pingpong_lab.apps.bench.peers:round_job",  # one round of make bench
     "c-pingpong": "pingpong_lab.course.grading.engine_checks:c_pingpong_job",  # graded C, N ranks
 }
 
