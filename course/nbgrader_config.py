@@ -21,6 +21,15 @@ engines gives `cluster.run(...)` a shorter deadline (grading.ENGINE_TIMEOUT_S), 
 ping-pong fails *that* cell with DeadlockError, the engines are restarted, and the rest of the
 notebook is still graded. The cell timeout is only the last line of defence.
 
+Changing the grader
+-------------------
+nbgrader runs a learner's cells and the test cells in one kernel, so a learner's cell could
+replace what a test uses (`grading.check_pingpong = lambda *a, **k: None`). AuditSubmission
+reads the learner's cells in nbgrader's own process after the notebook ran; a test that runs
+after a cell that changes the grader scores 0, and its output says which line did it. The
+course's own code cells (imports, the engines, helpers) are locked, so nbgrader restores them
+before grading. Threat model: docs/GRADING.md.
+
 C exercises
 -----------
 nbgrader's ClearSolutions puts the notebook language's stub (Python) in every solution region,
@@ -38,19 +47,25 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # pingpong_lab, even without `pip install -e .`
 
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
     ComputeChecksums,
+    Execute,
+    IgnorePattern,
     IncludeHeaderFooter,
     InstantiateTests,
+    LimitOutput,
     LockCells,
+    SaveAutoGrades,
     SaveCells,
 )
 
-from pingpong_lab.course.preprocessors import ClearSolutionsC  # noqa: E402
+from pingpong_lab.course.preprocessors import AuditSubmission, ClearSolutionsC  # noqa: E402
 
 os.environ.setdefault("PINGPONG_LAB_GRADING", "1")
 
@@ -103,6 +118,17 @@ c.GenerateAssignment.preprocessors = [
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE\nraise NotImplementedError()",
 }
+# nbgrader's autograde steps, with the tamper audit (see above) just before the scores are saved.
+c.Autograde.autograde_preprocessors = [
+    Execute,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    AuditSubmission,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
 # Solution notebooks are generated without running them (outputs hold timings, which change
 # every run); `course_build solutions` executes them separately and writes HTML.
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]

@@ -7,6 +7,7 @@ MPI engines (always with a deadline), and print short, readable reports.
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -284,3 +285,6 @@ def kernel_sweep(
     )
     rows, _ = cluster.run(measure.sweep_rows, settings, timeout=timeout)[0]
     return [row.to_dict() for row in rows]
+
+
+grading.seal(sys.modules[__name__])

@@ -62,6 +62,59 @@ PARTIAL = {
 }
 
 
+# Submissions that change the grader instead of answering (01_pingpong): the learner's cell
+# where it happens, what it adds, and the parts that keep their points (tests before the cell).
+_STUB = "    raise NotImplementedError()\n"
+TAMPERED = {
+    # the answer is missing, and the checks are replaced in the answer cell itself
+    "tamper_checks": (
+        "pingpong_python",
+        "grading.check_pingpong = lambda *a, **k: None\n"
+        "grading.check_pingpong_on_engines = lambda *a, **k: None\n",
+        set(),
+    ),
+    # after two correct parts, a cell makes quiet() swallow failures; the C answer is missing
+    "tamper_quiet": (
+        "test_pingpong_engines",
+        "class Swallow:\n    def __enter__(self):\n        return self\n\n"
+        "    def __exit__(self, *exc):\n        return True\n\n\n"
+        "q = grading\nq.quiet = Swallow\n",
+        {"test_pingpong_calls", "test_pingpong_engines"},
+    ),
+}
+
+
+def _tampered(nb: dict, student: str) -> dict:
+    after, code, _ = TAMPERED[student]
+    cells = nb["cells"]
+    at = next(
+        i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade_id") == after
+    )
+    if student == "tamper_checks":  # no answer: the body is the release's stub
+        body = "".join(cells[at]["source"])
+        start, end = body.index("    rank = comm.Get_rank()"), body.rindex("comm.Send(recvbuf")
+        cells[at]["source"] = body[:start] + _STUB + body[body.index("\n", end) + 1 :] + "\n" + code
+    else:
+        cells.insert(
+            at + 1,
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": code,
+                "outputs": [],
+                "execution_count": None,
+            },
+        )
+        for cell in cells:  # the C answer is missing
+            text = "".join(cell["source"])
+            if text.startswith("%%writefile pingpong.c"):
+                cell["source"] = text.replace(
+                    "    MPI_Comm_rank(comm, &rank);",
+                    "    return NOT_IMPLEMENTED;\n    MPI_Comm_rank(comm, &rank);",
+                )
+    return nb
+
+
 def _notebook(path: Path) -> dict:
     return json.loads(path.read_text())
 
@@ -134,6 +187,13 @@ def graded(tmp_path_factory):
         _submit(course, "untouched", name, root / "exercises" / name / f"{name}.ipynb")
         if name in PARTIAL:
             _submit(course, "partial", name, solution, _partial_edit(name))
+    if "01_pingpong" in ASSIGNMENTS:
+        solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
+        for student in TAMPERED:
+            nb = _tampered(_notebook(solution), student)
+            target = course / "submitted" / student / "01_pingpong"
+            target.mkdir(parents=True)
+            (target / "01_pingpong.ipynb").write_text(json.dumps(nb))
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pingpong_lab.course.build", "autograde"],
@@ -217,6 +277,27 @@ def test_a_deadlocked_pingpong_fails_its_cell_by_deadline_and_the_rest_is_graded
     assert errors and errors[0]["ename"] == "DeadlockError", errors  # not CellTimeoutError
     for gid in ("test_pingpong_c_calls", "test_pingpong_c_payload", "test_pingpong_pickle"):
         assert _cell_score(graded["course"], "partial", "01_pingpong", gid) > 0, gid
+
+
+@pytest.mark.parametrize("student", sorted(TAMPERED))
+def test_changing_the_grader_scores_zero_from_that_cell_on(graded, student):
+    if "01_pingpong" not in ASSIGNMENTS:
+        pytest.skip("no 01_pingpong")
+    course = graded["course"]
+    nb = _notebook(course / "autograded" / student / "01_pingpong" / "01_pingpong.ipynb")
+    _, _, kept = TAMPERED[student]
+    for gid, cell in _grade_cells(nb).items():
+        if cell["metadata"]["nbgrader"].get("solution"):
+            continue
+        score = _cell_score(course, student, "01_pingpong", gid)
+        if gid in kept:
+            assert score == cell["metadata"]["nbgrader"]["points"], gid
+        else:
+            assert score == 0, gid
+            notes = [o for o in cell["outputs"] if o.get("ename") == "GraderChanged"]
+            assert notes and "changes what the tests use" in notes[0]["evalue"], gid
+    html = (course / "feedback" / student / "01_pingpong" / "01_pingpong.html").read_text()
+    assert "GraderChanged" in html
 
 
 def test_no_engine_controller_or_mpiexec_outlives_the_grading(graded):

@@ -15,6 +15,8 @@ Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
     cbuild         instrumented builds of learners' C, notebook 04's linfit driver
 """
 
+import sys
+
 from .cbuild import (
     NOT_IMPLEMENTED,
     assert_fit_matches,
@@ -42,6 +44,7 @@ from .mode import (
     grading_mode,
     quiet,
     scale,
+    seal,
     within_ratio,
 )
 from .timing import FakeClock, check_timing_sequence, timing_fakes
@@ -91,3 +94,5 @@ __all__ = [
     "trace",
     "within_ratio",
 ]
+
+seal(*(module for name, module in sys.modules.items() if name.startswith(__name__)))

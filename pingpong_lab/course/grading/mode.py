@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -90,3 +91,35 @@ def agrees_with_reference(measure, reference, low=0.2, high=5.0, what="the measu
         f"{what} was {shown} the reference kernel measured right after it, in {tries} tries "
         f"(expected between {low:g}x and {high:g}x)"
     )
+
+
+class ReadOnlyModule(types.ModuleType):
+    """A module whose attributes cannot be set or deleted from outside (its own code still can).
+
+    While grading, the course's checking modules are made read-only, so a notebook cell that
+    tries `grading.check_pingpong = ...` fails at once, in that cell, with this message. The
+    audit of the submission (course/audit.py) is what the score relies on; this is the early
+    warning a learner sees when validating.
+    """
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
+            return super().__setattr__(name, value)  # the import system binding a submodule
+        raise AttributeError(_read_only(self.__name__, name))
+
+    def __delattr__(self, name):
+        raise AttributeError(_read_only(self.__name__, name))
+
+
+def _read_only(module: str, name: str) -> str:
+    return (
+        f"{module}.{name} cannot be changed while grading: the tests use the course's "
+        "checks as they are. Change your own functions instead."
+    )
+
+
+def seal(*modules: types.ModuleType) -> None:
+    """Make `modules` read-only (ReadOnlyModule) while grading; nothing otherwise."""
+    if grading_mode():
+        for module in modules:
+            module.__class__ = ReadOnlyModule
