@@ -1,7 +1,7 @@
 # Two commands: `make lab` (set up and open the course) and `make test` (set up and test).
 # Set-up is idempotent: a tree that is already set up is not installed again.
 #
-# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS.
+# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS, JOBS.
 # With an active conda env that has MPI (environment.yml), its python, mpicc and mpiexec are
 # used instead of a venv with the mpich wheel.
 
@@ -27,7 +27,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers clean
+.PHONY: setup sandbox kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers clean
 
 setup: $(STAMP) kernels
 
@@ -50,7 +50,7 @@ lab: setup
 		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
 
 # Everything: lint, then unit, MPI and course tiers (tests/unit, tests/mpi, tests/course).
-test: setup lint
+test: setup sandbox lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
@@ -66,8 +66,17 @@ lint: setup
 release: setup
 	cd course && $(PY) -m pingpong_lab.course.build release
 
-autograde: setup
-	cd course && $(PY) -m pingpong_lab.course.build autograde
+# bubblewrap isolates each graded submission (no network, private processes, read-only course);
+# installed with apt-get when root on Debian/Ubuntu, otherwise grading says it is not isolated.
+sandbox:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& { apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; }; } \
+		|| echo "sandbox: bubblewrap not installed (needs root and apt-get); grading runs unisolated"
+
+# JOBS students are graded at once (default: the cores); course/grades.csv sums it up.
+autograde: setup sandbox
+	cd course && $(PY) -m pingpong_lab.course.build autograde $(if $(JOBS),--jobs $(JOBS))
 
 solutions: setup
 	cd course && $(PY) -m pingpong_lab.course.build solutions

@@ -79,7 +79,9 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.solution_directory = "solution"
-c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
+# Parallel graders (`make autograde JOBS=N`) share this gradebook: SQLite lets one writer in at
+# a time and the others wait up to `timeout` seconds for it.
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db") + "?timeout=120"
 # Build products of learners' C never travel with a submission.
 c.CourseDirectory.ignore = [
     ".ipynb_checkpoints",

@@ -1,7 +1,7 @@
 """Build, grade and check the nbgrader course.  Run from course/:
 
     python -m pingpong_lab.course.build release     # exercises/ and solutions/ from course/source
-    python -m pingpong_lab.course.build autograde   # grade course/submitted/*, write feedback
+    python -m pingpong_lab.course.build autograde [--jobs N]  # grade course/submitted/*, feedback
     python -m pingpong_lab.course.build solutions   # run solutions, HTML in build/solutions-html
     python -m pingpong_lab.course.build check       # exit 1 if exercises/ or solutions/ drifted
 
@@ -214,26 +214,31 @@ def scores(course: Path) -> list[tuple[str, str, float, float]]:
     return sorted(out)
 
 
-def cmd_autograde(course: Path) -> int:
+def cmd_autograde(course: Path, jobs: int | None = None) -> int:
+    """Grade every submission in course/submitted/, `jobs` students at a time (classgrade)."""
+    from . import classgrade
+
     todo = submissions(course)
     if not todo:
         print("nothing in course/submitted/<student>/<assignment>/ to grade")
         return 0
-    for name in sorted(set(todo) - set(assignments(course))):
+    known = set(assignments(course))
+    for name in sorted(set(todo) - known):
         print(f"skipping submitted/*/{name}: no such assignment in course/source")
+    students: dict[str, list[str]] = {}
+    for name, who in todo.items():
+        for student in who if name in known else ():
+            students.setdefault(student, []).append(name)
+    jobs = jobs or classgrade.default_jobs()
+    print(f"grading {len(students)} submission(s), {jobs} at a time")
     start = time.perf_counter()
-    # one nbgrader call for everything: each call costs seconds of start-up
-    nbgrader(course, "autograde", "*", "--force", "--log-level=WARN")
-    graded_s = time.perf_counter() - start
-    nbgrader(course, "generate_feedback", "*", "--force", "--log-level=WARN")
-    count = sum(len(students) for students in todo.values())
-    print(
-        f"autograded {count} notebook(s) in {graded_s:.0f} s "
-        f"({graded_s / count:.0f} s each); feedback in course/feedback/"
-    )
+    outcomes = classgrade.grade_class(course, students, jobs)
+    classgrade.report(outcomes, time.perf_counter() - start)
+    classgrade.write_summary(course / "grades.csv", outcomes, sorted(known & set(todo)))
+    print("per-student scores: course/grades.csv; feedback in course/feedback/")
     for name, student, score, max_score in scores(course):
         print(f"  {name:<16} {student:<20} {score:6.1f} / {max_score:g}")
-    return 0
+    return 1 if any(o.status != "ok" for o in outcomes) else 0
 
 
 def cmd_solutions(course: Path) -> int:
@@ -282,6 +287,37 @@ def time_grading(course: Path, student: str = "timing") -> dict:
         "score": sum(row[2] for row in graded),
         "max_score": sum(row[3] for row in graded),
     }
+
+
+def time_class_grading(course: Path, count: int, jobs: list[int], name="01_pingpong") -> dict:
+    """Seconds to grade `count` copies of the `name` solution as a class, for each `jobs`.
+
+    The throughput of `make autograde JOBS=N` (benchmark, not test): a scratch course copy,
+    `count` students who each submit the solution notebook, graded once per entry of `jobs`.
+    Returns {"count", "notebook", "seconds": {jobs: s}, "scores_ok": bool}.
+    """
+    from . import classgrade
+
+    course = Path(course).resolve()
+    out: dict = {"count": count, "notebook": name, "seconds": {}, "scores_ok": True}
+    with tempfile.TemporaryDirectory(prefix="pingpong-lab-class-") as tmp:
+        work = Path(tmp) / "course"
+        shutil.copytree(course / "source" / name, work / "source" / name)
+        shutil.copy(course / "nbgrader_config.py", work / "nbgrader_config.py")
+        nbgrader(work, "generate_assignment", name, "--force", "--log-level=WARN")
+        students = {f"student{k:03d}": [name] for k in range(count)}
+        for student in students:
+            shutil.copytree(course.parent / "solutions" / name, work / "submitted" / student / name)
+        for n in jobs:
+            start = time.perf_counter()
+            outcomes = classgrade.grade_class(work, students, n)
+            out["seconds"][n] = time.perf_counter() - start
+            full = all(
+                o.status == "ok" and o.scores.get(name, (0, 1))[0] == o.scores[name][1]
+                for o in outcomes
+            )
+            out["scores_ok"] = out["scores_ok"] and full
+    return out
 
 
 def time_notebooks(course: Path) -> dict[str, float]:
@@ -349,10 +385,17 @@ def main(argv=None) -> int:
     )
     parser.add_argument("command", choices=sorted(COMMANDS))
     parser.add_argument("--course", default=".", help="the course directory (default: .)")
+    parser.add_argument(
+        "--jobs", type=int, default=0, help="autograde: students at once (default: the cores)"
+    )
     args = parser.parse_args(argv)
     course = Path(args.course).resolve()
     if not (course / "nbgrader_config.py").is_file():
         parser.error(f"{course} has no nbgrader_config.py: run from course/ or pass --course")
+    if args.jobs < 0:
+        parser.error("--jobs must be 0 (the cores) or more")
+    if args.command == "autograde":
+        return cmd_autograde(course, args.jobs or None)
     return COMMANDS[args.command](course)
 
 

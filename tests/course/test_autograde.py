@@ -9,6 +9,7 @@ the tests then read the gradebook, the graded notebooks and the process table.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -298,6 +299,20 @@ def test_changing_the_grader_scores_zero_from_that_cell_on(graded, student):
             assert notes and "changes what the tests use" in notes[0]["evalue"], gid
     html = (course / "feedback" / student / "01_pingpong" / "01_pingpong.html").read_text()
     assert "GraderChanged" in html
+
+
+def test_the_class_is_graded_in_parallel_into_one_gradebook_and_a_summary(graded):
+    """`build autograde` grades the students at once (one worker per core), and every score
+    lands in the one gradebook (the scores above) and in grades.csv."""
+    assert "at a time" in graded["log"] and "submission(s) in" in graded["log"]
+    with (graded["course"] / "grades.csv").open() as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    students = {s for (_, s) in graded["scores"]}
+    assert set(rows) == students
+    for student, row in rows.items():
+        assert row["status"] == "ok", row
+        expected = sum(sc for (a, s), (sc, _) in graded["scores"].items() if s == student)
+        assert float(row["total"]) == expected
 
 
 def test_no_engine_controller_or_mpiexec_outlives_the_grading(graded):

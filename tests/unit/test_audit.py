@@ -72,6 +72,7 @@ CHEATS = {
     "pip magic": "%pip install fake",
     "mock": "from unittest import mock\nmock.patch.object(grading, 'quiet').start()",
     "gc": "import gc\ngc.get_objects()",
+    "gradebook": "import sqlite3\nsqlite3.connect('../../../gradebook.db')",
     "trace": "import sys\nsys.settrace(None)",
     "frames": "import sys\nsys._getframe(0).f_globals['grading'] = None",
     "importlib": "import importlib\nimportlib.reload(grading)",

@@ -99,7 +99,7 @@ def _mpiexec_job(np_: int, spec: dict, timeout=JOB_TIMEOUT_S) -> dict:
 
 # -- the benchmark -----------------------------------------------------------------------------
 class Bench:
-    def __init__(self, np_: int, out: Path, rounds: int, quick: bool):
+    def __init__(self, np_: int, out: Path, rounds: int, quick: bool, class_size: int = 30):
         self.np = np_
         self.out = out
         self.rounds = rounds
@@ -107,6 +107,7 @@ class Bench:
         self.launch_reps = QUICK_LAUNCH_REPS if quick else LAUNCH_REPS
         self.py_sizes = QUICK_PY_SIZES if quick else PY_SIZES
         self.table = Table(rounds)
+        self.class_size = class_size
         self.raw: dict = {"rounds": []}
         self.provenance: dict = {}
 
@@ -263,8 +264,9 @@ class Bench:
             why = "skipped with --quick (it runs nbgrader on every notebook: minutes)"
             self.table.not_measured("course-cost", "autograde time of one submission", why)
             self.table.not_measured("course-cost", "notebook execution time, grading mode", why)
+            self.table.not_measured("class-grading", "submissions per minute", why)
             return
-        from ...course import build
+        from ...course import build, classgrade
 
         course = KERNELS_DIR.parent / "course"
         _log("autograding the solutions as one submission (real nbgrader)")
@@ -310,6 +312,23 @@ class Bench:
             ratio_definition="",
             note="",
         )
+        cores = classgrade.default_jobs()
+        jobs = sorted({1, cores})
+        _log(f"grading a class of {self.class_size} at JOBS={' and '.join(map(str, jobs))}")
+        graded = build.time_class_grading(course, self.class_size, jobs)
+        self.raw["class_grading"] = graded
+        per_min = {n: 60 * graded["count"] / s for n, s in graded["seconds"].items()}
+        self.table.row(
+            "class-grading",
+            f"submissions ({graded['notebook']}) per minute, JOBS={cores} vs 1",
+            None,
+            "JOBS=1",
+            per_min[1],
+            f"JOBS={cores}",
+            per_min[cores],
+            "1/min",
+            note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}",
+        )
 
     # -- output ----------------------------------------------------------------------------------
     def write(self) -> dict:
@@ -345,6 +364,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="bench-results", help="output folder")
     p.add_argument("--rounds", type=int, help="interleaved rounds (default 7, quick 2)")
     p.add_argument("--quick", action="store_true", help="tiny sizes and counts (for tests)")
+    p.add_argument(
+        "--class-size", type=int, default=30, help="submissions graded as a class (default 30)"
+    )
     return p
 
 
@@ -369,7 +391,7 @@ def main(argv=None) -> int:
             check=False,
             capture_output=True,
         )
-    bench = Bench(a.np, out, rounds, a.quick)
+    bench = Bench(a.np, out, rounds, a.quick, a.class_size)
     try:
         bench.run()
     except KeyboardInterrupt:
