@@ -32,9 +32,11 @@ process, the OOM killer) aborts the notebook and every part scores 0. Instead:
   keeping their first outputs so that their grades do not change, then grading goes on with
   the next cell. Tests that need what the dead cell should have defined fail by
   themselves (NameError); every other part is graded as usual. A restart costs a kernel start
-  (~1.5 s) plus the cells above, engine start included (~10 s on 01_pingpong).
+  (~1 s) plus the cells above: 8-14 s in 01_pingpong, where they start the MPI engines.
 - a cell is never run again after it killed a kernel, so a notebook has at most one restart
   per code cell: no endless loop.
+The death is blamed on the cell that was running when the kernel was found dead (a thread that
+an earlier cell left behind could kill the kernel later; that cell would then be blamed).
 sys.exit() in a cell is caught by IPython (SystemExit: the cell fails, the kernel lives); exit()
 and quit() do nothing when a notebook is run by nbgrader. A crash in the MPI engines (C code)
 is not a kernel death: MPICluster reports it as EngineCrashError and restarts the engines. The
@@ -53,9 +55,9 @@ more gets MemoryError, instead of swapping or starving the grading machine. 0 sw
 Why RLIMIT_DATA: it counts only private writable memory (what a process really allocates), not
 the address space that MPI reserves or maps shared. Measured with MPICH 5 (UCX): an engine
 reaches ~1.2 GB of address space but ~350 MB of data after a 64 MiB ping-pong; RLIMIT_AS at
-1 GiB made that ping-pong hang, RLIMIT_DATA at 1 GiB did not. A cgroup limit (systemd-run
---user --scope -p MemoryMax=...) would bound the kernel and its engines together, but needs a
-user systemd, which grading machines and containers often lack.
+1 GiB made that ping-pong hang until its deadline, RLIMIT_DATA at 1 GiB did not. A cgroup
+limit (systemd-run --user --scope -p MemoryMax=...) would bound the kernel and its engines
+together, but needs a user systemd, which grading machines and containers often lack.
 
 C exercises
 -----------
