@@ -33,8 +33,10 @@ process, the OOM killer) aborts the notebook and every part scores 0. Instead:
   the next cell. Tests that need what the dead cell should have defined fail by
   themselves (NameError); every other part is graded as usual. A restart costs a kernel start
   (~1 s) plus the cells above: 8-14 s in 01_pingpong, where they start the MPI engines.
-- a cell is never run again after it killed a kernel, so a notebook has at most one restart
-  per code cell: no endless loop.
+- a cell that raises MemoryError (see Limits) is treated the same way after its own error:
+  what it allocated may still be held by its variables and would starve the cells below;
+- a cell is never run again after it killed a kernel or ran out of memory, so a notebook has
+  at most one restart per code cell: no endless loop.
 The death is blamed on the cell that was running when the kernel was found dead (a thread that
 an earlier cell left behind could kill the kernel later; that cell would then be blamed).
 sys.exit() in a cell is caught by IPython (SystemExit: the cell fails, the kernel lives); exit()
@@ -46,7 +48,9 @@ Limits
 ------
 CrashTolerantExecute.notebook_timeout (default 900 s) bounds a whole notebook, restarts
 included: each cell's timeout is cut to the time left, and the cells after the deadline are not
-run and score 0 (NotebookTimeoutError). 0 switches it off.
+run and score 0 (NotebookTimeoutError). 0 switches it off. A notebook grades in ~20-60 s here,
+a deadlock or a restart adds 10-30 s: raise the limit when grading full-size measurements
+(PINGPONG_LAB_GRADING=0).
 
 MemoryLimitedKernelManager.memory_limit_mb (default 4096 MiB) limits the memory each kernel
 process may allocate (RLIMIT_DATA, set just before the kernel starts). Children inherit it, so

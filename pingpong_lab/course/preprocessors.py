@@ -74,7 +74,7 @@ def cells_to_replay(cells, crashed_at: int, skip) -> list[int]:
     """Indexes of the code cells above `crashed_at` that a fresh kernel runs again.
 
     All of them (a test cell may define names that later cells use) except those in `skip`:
-    the cells that killed a kernel.
+    the cells that killed a kernel or ran out of memory.
     """
     return [
         i
@@ -113,6 +113,11 @@ def kernel_died_output(status):
     )
 
 
+RESTARTED_AFTER_MEMORY_ERROR = (
+    "(the kernel was restarted after this MemoryError: the cells below ran in a fresh one)\n"
+)
+
+
 class MemoryLimitedKernelManager(AsyncKernelManager):
     """nbgrader's kernel manager, starting the kernel with a limit on its memory (RLIMIT_DATA).
 
@@ -138,11 +143,13 @@ class CrashTolerantExecute(Execute):
 
     When the kernel dies during a cell (os._exit, a segfault in the notebook process, the OOM
     killer), that cell gets a KernelDiedError output (so it scores 0 if it is a test), a fresh
-    kernel runs the code cells above it again, except those that killed a kernel, keeping
-    their first outputs (so their grades do not change), and execution goes on with the next
-    cell. A cell that killed a kernel is never run again, so a notebook restarts its kernel at
-    most once per code cell. A kernel death while the cells above are run again puts that
-    cell on the skip list too, and the replay starts over in another fresh kernel.
+    kernel runs the code cells above it again, keeping their first outputs (so their grades do
+    not change), and execution goes on with the next cell. A cell that raises MemoryError is
+    treated the same way (after its own error), since what it allocated may still be held.
+
+    Such a cell is never run again, so a notebook restarts its kernel at most once per code
+    cell. A kernel death while the cells above are run again puts that cell on the skip list
+    too, and the replay starts over in another fresh kernel.
 
     notebook_timeout bounds the whole notebook, restarts included: each cell's timeout is cut to
     the time left, and the cells after the deadline are not run (NotebookTimeoutError).
@@ -156,10 +163,10 @@ class CrashTolerantExecute(Execute):
         kwargs.setdefault("kernel_manager_class", MemoryLimitedKernelManager)
         super().__init__(*args, **kwargs)
         self._deadline = None
-        self._crashed: set[int] = set()
+        self._skip: set[int] = set()  # cells never run again
 
     def preprocess(self, nb, resources=None, km=None):
-        self._crashed = set()
+        self._skip = set()
         self._deadline = monotonic() + self.notebook_timeout if self.notebook_timeout else None
         return super().preprocess(nb, resources, km)
 
@@ -188,21 +195,31 @@ class CrashTolerantExecute(Execute):
             ]
             return cell, self.resources
         try:
-            return super().preprocess_cell(cell, resources, index)
+            super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             status = self._kernel_exit_status()
             self.log.warning("the kernel died in cell %d (%s)", index, describe_exit(status))
             cell.outputs.append(kernel_died_output(status))
-            self._crashed.add(index)
+            self._skip.add(index)
             self._restart_and_replay(index)
             return cell, self.resources
+        if any(out.get("ename") == "MemoryError" for out in cell.outputs):
+            # what the cell allocated may still be held by its variables, starving the cells
+            # below: they run in a fresh kernel, as after a crash
+            self.log.warning("MemoryError in cell %d: restarting the kernel", index)
+            cell.outputs.append(
+                nbformat.v4.new_output("stream", name="stdout", text=RESTARTED_AFTER_MEMORY_ERROR)
+            )
+            self._skip.add(index)
+            self._restart_and_replay(index)
+        return cell, self.resources
 
     def _kernel_exit_status(self):
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         return process.poll() if process is not None else None
 
     def _restart_and_replay(self, crashed_at: int) -> None:
-        """A fresh kernel that has run the cells above crashed_at again."""
+        """Replace the kernel by a fresh one that has run the cells above crashed_at again."""
         started = monotonic()
         while True:
             self._cleanup_kernel()  # the dead kernel's connection file and ports
@@ -213,7 +230,7 @@ class CrashTolerantExecute(Execute):
             if died_in is None:
                 break
             self.log.warning("the kernel died again, re-running cell %d: skipping it", died_in)
-            self._crashed.add(died_in)
+            self._skip.add(died_in)
         self.log.info("fresh kernel ready in %.1f s", monotonic() - started)
 
     def _replay_cells_above(self, crashed_at: int) -> int | None:
@@ -221,7 +238,7 @@ class CrashTolerantExecute(Execute):
 
         Returns the index of the cell the kernel died in, or None.
         """
-        for index in cells_to_replay(self.nb.cells, crashed_at, self._crashed):
+        for index in cells_to_replay(self.nb.cells, crashed_at, self._skip):
             left = self._time_left()
             if left is not None and left <= 0:
                 return None

@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute
+from traitlets.config import Config
 
 from pingpong_lab.course import preprocessors
 from pingpong_lab.course.preprocessors import (
@@ -89,8 +90,6 @@ def test_cells_after_the_notebook_deadline_are_not_run(tmp_path):
 
 
 def test_the_kernel_and_its_children_get_the_memory_limit(tmp_path):
-    from traitlets.config import Config
-
     config = Config()
     config.MemoryLimitedKernelManager.memory_limit_mb = 512
     cells = _run(
@@ -100,12 +99,25 @@ def test_the_kernel_and_its_children_get_the_memory_limit(tmp_path):
         "print(subprocess.check_output([sys.executable, '-c', 'import resource; "
         "print(resource.getrlimit(resource.RLIMIT_DATA)[0] >> 20)'], text=True), end='')",
         "import numpy\nhog = numpy.zeros(1 << 30, dtype=numpy.uint8)",
-        "print('alive')",
         config=config,
     )
     assert _stdout(cells[0]) == "512\n512\n"
     assert _errors(cells[1]) == ["MemoryError"]
-    assert _stdout(cells[2]) == "alive\n"
+
+
+def test_a_cell_that_runs_out_of_memory_and_keeps_it_does_not_starve_the_cells_after_it(tmp_path):
+    config = Config()
+    config.MemoryLimitedKernelManager.memory_limit_mb = 512
+    cells = _run(
+        tmp_path,
+        "x = 1",
+        "hog = []\nwhile True:\n    hog.append(bytearray(16 << 20))",  # ~512 MiB held in `hog`
+        "room = bytearray(256 << 20)\nprint(x)",
+        config=config,
+    )
+    assert _errors(cells[1]) == ["MemoryError"]
+    assert "restarted" in _stdout(cells[1])
+    assert _stdout(cells[2]) == "1\n" and not _errors(cells[2])
 
 
 def test_replayed_cells_are_those_above_the_crash_except_cells_that_crashed():
