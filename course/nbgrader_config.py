@@ -30,6 +30,48 @@ after a cell that changes the grader scores 0, and its output says which line di
 course's own code cells (imports, the engines, helpers) are locked, so nbgrader restores them
 before grading. Threat model: docs/GRADING.md.
 
+A crash costs only its cell
+---------------------------
+Autograde runs CrashTolerantExecute (pingpong_lab.course.preprocessors) in place of nbgrader's
+Execute. With plain Execute, a cell that kills the kernel (os._exit, a segfault in the notebook
+process, the OOM killer) aborts the notebook and every part scores 0. Instead:
+- that cell gets a KernelDiedError output saying how the kernel ended (exit status or signal);
+  it is in the autograded notebook and the feedback, and it zeroes the cell if it is a test;
+- a fresh kernel runs the code cells above it again (except cells that killed a kernel),
+  keeping their first outputs so that their grades do not change, then grading goes on with
+  the next cell. Tests that need what the dead cell should have defined fail by
+  themselves (NameError); every other part is graded as usual. A restart costs a kernel start
+  (~1 s) plus the cells above: 8-14 s in 01_pingpong, where they start the MPI engines.
+- a cell that raises MemoryError (see Limits) is treated the same way after its own error:
+  what it allocated may still be held by its variables and would starve the cells below;
+- a cell is never run again after it killed a kernel or ran out of memory, so a notebook has
+  at most one restart per code cell: no endless loop.
+The death is blamed on the cell that was running when the kernel was found dead (a thread that
+an earlier cell left behind could kill the kernel later; that cell would then be blamed).
+sys.exit() in a cell is caught by IPython (SystemExit: the cell fails, the kernel lives); exit()
+and quit() do nothing when a notebook is run by nbgrader. A crash in the MPI engines (C code)
+is not a kernel death: MPICluster reports it as EngineCrashError and restarts the engines. The
+engines of a dead kernel are ended by their watchdog (pingpong_lab.engines.watchdog).
+
+Limits
+------
+CrashTolerantExecute.notebook_timeout (default 900 s) bounds a whole notebook, restarts
+included: each cell's timeout is cut to the time left, and the cells after the deadline are not
+run and score 0 (NotebookTimeoutError). 0 switches it off. A notebook grades in ~20-60 s here,
+a deadlock or a restart adds 10-30 s: raise the limit when grading full-size measurements
+(PINGPONG_LAB_GRADING=0).
+
+MemoryLimitedKernelManager.memory_limit_mb (default 4096 MiB) limits the memory each kernel
+process may allocate (RLIMIT_DATA, set just before the kernel starts). Children inherit it, so
+each MPI engine, mpiexec and ipcontroller gets the same limit of its own. A cell that asks for
+more gets MemoryError, instead of swapping or starving the grading machine. 0 switches it off.
+Why RLIMIT_DATA: it counts only private writable memory (what a process really allocates), not
+the address space that MPI reserves or maps shared. Measured with MPICH 5 (UCX): an engine
+reaches ~1.2 GB of address space but ~350 MB of data after a 64 MiB ping-pong; RLIMIT_AS at
+1 GiB made that ping-pong hang until its deadline, RLIMIT_DATA at 1 GiB did not. A cgroup
+limit (systemd-run --user --scope -p MemoryMax=...) would bound the kernel and its engines
+together, but needs a user systemd, which grading machines and containers often lack.
+
 C exercises
 -----------
 nbgrader's ClearSolutions puts the notebook language's stub (Python) in every solution region,
@@ -47,25 +89,22 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # pingpong_lab, even without `pip install -e .`
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
     ComputeChecksums,
-    Execute,
-    IgnorePattern,
     IncludeHeaderFooter,
     InstantiateTests,
-    LimitOutput,
     LockCells,
-    SaveAutoGrades,
     SaveCells,
 )
 
-from pingpong_lab.course.preprocessors import AuditSubmission, ClearSolutionsC  # noqa: E402
+from pingpong_lab.course.preprocessors import (  # noqa: E402
+    ClearSolutionsC,
+    autograde_preprocessors,
+)
 
 os.environ.setdefault("PINGPONG_LAB_GRADING", "1")
 
@@ -102,6 +141,12 @@ c.ExecutePreprocessor.timeout = 150
 c.Execute.timeout = 150
 c.Execute.interrupt_on_timeout = True
 
+# A kernel death costs only its cell; limits on a notebook's time and a kernel's memory; the
+# tamper audit just before the scores are saved (all above).
+c.Autograde.autograde_preprocessors = autograde_preprocessors()
+c.CrashTolerantExecute.notebook_timeout = 900
+c.MemoryLimitedKernelManager.memory_limit_mb = 4096
+
 # The C-aware stub (see above), in the same place in the pipeline as nbgrader's ClearSolutions.
 c.GenerateAssignment.preprocessors = [
     IncludeHeaderFooter,
@@ -120,17 +165,6 @@ c.GenerateAssignment.preprocessors = [
 c.ClearSolutions.code_stub = {
     "python": "# YOUR CODE HERE\nraise NotImplementedError()",
 }
-# nbgrader's autograde steps, with the tamper audit (see above) just before the scores are saved.
-c.Autograde.autograde_preprocessors = [
-    Execute,
-    IgnorePattern,
-    ClearMetadataPreprocessor,
-    LimitOutput,
-    AuditSubmission,
-    SaveAutoGrades,
-    AssignLatePenalties,
-    CheckCellMetadata,
-]
 # Solution notebooks are generated without running them (outputs hold timings, which change
 # every run); `course_build solutions` executes them separately and writes HTML.
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import math
+import signal
+import sys
+from time import monotonic
+
 import nbformat
-from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
-from traitlets import Unicode
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import DeadKernelError
+from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
+from traitlets import Integer, Unicode
 
 from .audit import audit_notebook
 from .cells import is_c_cell, is_test
@@ -83,3 +90,210 @@ class AuditSubmission(NbGraderPreprocessor):
                 nbformat.v4.new_output("stream", name="stdout", text=f"[grader] {note}\n")
             )
         return nb, resources
+
+
+# -- grading that survives a crash ------------------------------------------------------------
+KERNEL_DIED = "KernelDiedError"
+NOTEBOOK_TIMEOUT = "NotebookTimeoutError"
+
+# Run as `python -c SET_DATA_LIMIT_AND_EXEC <MiB> <kernel command...>`: the kernel process, and
+# every process it starts (MPI engines included), may allocate at most <MiB> of private memory.
+SET_DATA_LIMIT_AND_EXEC = (
+    "import os, resource, sys; limit = int(sys.argv[1]) << 20; "
+    "resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)); "
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
+def cells_to_replay(cells, crashed_at: int, skip) -> list[int]:
+    """Indexes of the code cells above `crashed_at` that a fresh kernel runs again.
+
+    All of them (a test cell may define names that later cells use) except those in `skip`:
+    the cells that killed a kernel or ran out of memory.
+    """
+    return [
+        i
+        for i, cell in enumerate(cells[:crashed_at])
+        if cell.cell_type == "code" and cell.source.strip() and i not in skip
+    ]
+
+
+def describe_exit(status) -> str:
+    """How a process ended, from its Popen returncode (negative: killed by that signal)."""
+    if status is None:
+        return "its exit status is unknown"
+    if status < 0:
+        try:
+            name, what = signal.Signals(-status).name, signal.strsignal(-status)
+        except ValueError:
+            name, what = f"signal {-status}", "unknown signal"
+        hint = " (out of memory, most often)" if -status == signal.SIGKILL else ""
+        return f"killed by {name}, {what}{hint}"
+    return f"it exited with status {status}"
+
+
+def error_output(ename: str, message: str):
+    """An nbformat error output: it shows in the notebook and feedback, and zeroes a test cell."""
+    return nbformat.v4.new_output(
+        "error", ename=ename, evalue=message, traceback=[f"\x1b[0;31m{ename}\x1b[0m: {message}"]
+    )
+
+
+def kernel_died_output(status):
+    return error_output(
+        KERNEL_DIED,
+        f"the kernel died while running this cell ({describe_exit(status)}): this cell's points "
+        "are lost, and so are those of tests that need what it should have defined. The cells "
+        "after it were run in a fresh kernel (the cells above it were run there again first).",
+    )
+
+
+RESTARTED_AFTER_MEMORY_ERROR = (
+    "(the kernel was restarted after this MemoryError: the cells below ran in a fresh one)\n"
+)
+
+
+class MemoryLimitedKernelManager(AsyncKernelManager):
+    """nbgrader's kernel manager, starting the kernel with a limit on its memory (RLIMIT_DATA).
+
+    The limit is per process and inherited: the kernel, and each MPI engine, mpiexec and
+    controller it starts, may each allocate at most memory_limit_mb of private memory. A cell
+    that asks for more gets MemoryError instead of swapping the grading machine.
+    """
+
+    memory_limit_mb = Integer(
+        4096, help="Private memory each kernel process may allocate, in MiB (0: no limit)"
+    ).tag(config=True)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if not self.memory_limit_mb:
+            return cmd
+        limit = [sys.executable, "-c", SET_DATA_LIMIT_AND_EXEC, str(self.memory_limit_mb)]
+        return limit + cmd
+
+
+class CrashTolerantExecute(Execute):
+    """nbgrader's Execute, where a kernel death costs only the cell that caused it.
+
+    When the kernel dies during a cell (os._exit, a segfault in the notebook process, the OOM
+    killer), that cell gets a KernelDiedError output (so it scores 0 if it is a test), a fresh
+    kernel runs the code cells above it again, keeping their first outputs (so their grades do
+    not change), and execution goes on with the next cell. A cell that raises MemoryError is
+    treated the same way (after its own error), since what it allocated may still be held.
+
+    Such a cell is never run again, so a notebook restarts its kernel at most once per code
+    cell. A kernel death while the cells above are run again puts that cell on the skip list
+    too, and the replay starts over in another fresh kernel.
+
+    notebook_timeout bounds the whole notebook, restarts included: each cell's timeout is cut to
+    the time left, and the cells after the deadline are not run (NotebookTimeoutError).
+    """
+
+    notebook_timeout = Integer(
+        900, help="Seconds for executing one whole notebook, restarts included (0: no limit)"
+    ).tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", MemoryLimitedKernelManager)
+        super().__init__(*args, **kwargs)
+        self._deadline = None
+        self._skip: set[int] = set()  # cells never run again
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._skip = set()
+        self._deadline = monotonic() + self.notebook_timeout if self.notebook_timeout else None
+        return super().preprocess(nb, resources, km)
+
+    def _time_left(self) -> float | None:
+        return None if self._deadline is None else self._deadline - monotonic()
+
+    def _get_timeout(self, cell):
+        timeout = super()._get_timeout(cell)
+        left = self._time_left()
+        if left is None:
+            return timeout
+        left = max(1, math.ceil(left))
+        return left if timeout is None else min(timeout, left)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return super().preprocess_cell(cell, resources, index)
+        left = self._time_left()
+        if left is not None and left <= 0:
+            cell.outputs = [
+                error_output(
+                    NOTEBOOK_TIMEOUT,
+                    f"not run: the {self.notebook_timeout} s allowed for grading this notebook "
+                    "were used up by the cells above",
+                )
+            ]
+            return cell, self.resources
+        try:
+            super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            status = self._kernel_exit_status()
+            self.log.warning("the kernel died in cell %d (%s)", index, describe_exit(status))
+            cell.outputs.append(kernel_died_output(status))
+            self._skip.add(index)
+            self._restart_and_replay(index)
+            return cell, self.resources
+        if any(out.get("ename") == "MemoryError" for out in cell.outputs):
+            # what the cell allocated may still be held by its variables, starving the cells
+            # below: they run in a fresh kernel, as after a crash
+            self.log.warning("MemoryError in cell %d: restarting the kernel", index)
+            cell.outputs.append(
+                nbformat.v4.new_output("stream", name="stdout", text=RESTARTED_AFTER_MEMORY_ERROR)
+            )
+            self._skip.add(index)
+            self._restart_and_replay(index)
+        return cell, self.resources
+
+    def _kernel_exit_status(self):
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        return process.poll() if process is not None else None
+
+    def _restart_and_replay(self, crashed_at: int) -> None:
+        """Replace the kernel by a fresh one that has run the cells above crashed_at again."""
+        started = monotonic()
+        while True:
+            self._cleanup_kernel()  # the dead kernel's connection file and ports
+            self.km = self.create_kernel_manager()
+            self.start_new_kernel()
+            self.start_new_kernel_client()
+            died_in = self._replay_cells_above(crashed_at)
+            if died_in is None:
+                break
+            self.log.warning("the kernel died again, re-running cell %d: skipping it", died_in)
+            self._skip.add(died_in)
+        self.log.info("fresh kernel ready in %.1f s", monotonic() - started)
+
+    def _replay_cells_above(self, crashed_at: int) -> int | None:
+        """Run the cells above crashed_at again, keeping their first outputs.
+
+        Returns the index of the cell the kernel died in, or None.
+        """
+        for index in cells_to_replay(self.nb.cells, crashed_at, self._skip):
+            left = self._time_left()
+            if left is not None and left <= 0:
+                return None
+            cell = self.nb.cells[index]
+            kept = cell.outputs, cell.get("execution_count")
+            try:
+                self.execute_cell(cell, index, store_history=True)
+            except DeadKernelError:
+                return index
+            finally:
+                cell.outputs, cell.execution_count = kept
+        return None
+
+
+def autograde_preprocessors() -> list:
+    """nbgrader's autograde pipeline, with CrashTolerantExecute in place of Execute and the
+    tamper audit just before the scores are saved."""
+    from nbgrader.converters import Autograde
+
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    steps = [CrashTolerantExecute if pp is Execute else pp for pp in default]
+    at = steps.index(SaveAutoGrades)
+    return [*steps[:at], AuditSubmission, *steps[at:]]

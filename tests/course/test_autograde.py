@@ -19,12 +19,12 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from pingpong_lab.course import build
 
 from ..conftest import requires_mpi
+from .submissions import cell_score, grade_cells, notebook, processes_left, submit
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
@@ -116,21 +116,6 @@ def _tampered(nb: dict, student: str) -> dict:
     return nb
 
 
-def _notebook(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def _submit(course: Path, student: str, name: str, source: Path, edit=None) -> None:
-    nb = _notebook(source)
-    if edit is not None:
-        for cell in nb["cells"]:
-            text = "".join(cell["source"])
-            cell["source"] = edit(text)
-    target = course / "submitted" / student / name
-    target.mkdir(parents=True, exist_ok=True)
-    (target / f"{name}.ipynb").write_text(json.dumps(nb))
-
-
 def _partial_edit(name):
     edit, _ = PARTIAL[name]
 
@@ -141,21 +126,6 @@ def _partial_edit(name):
             return text
 
     return apply
-
-
-def _tagged_processes(tag: str) -> list[str]:
-    """Live processes (not zombies) whose environment carries our tag."""
-    found = []
-    me = os.getpid()
-    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
-        try:
-            if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            if proc.environ().get("PINGPONG_LAB_TEST_TAG") == tag:
-                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:120]}")
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -184,14 +154,14 @@ def graded(tmp_path_factory):
     release_s = time.perf_counter() - start
     for name in ASSIGNMENTS:
         solution = root / "solutions" / name / f"{name}.ipynb"
-        _submit(course, "solution", name, solution)
-        _submit(course, "untouched", name, root / "exercises" / name / f"{name}.ipynb")
+        submit(course, "solution", name, solution)
+        submit(course, "untouched", name, root / "exercises" / name / f"{name}.ipynb")
         if name in PARTIAL:
-            _submit(course, "partial", name, solution, _partial_edit(name))
+            submit(course, "partial", name, solution, _partial_edit(name))
     if "01_pingpong" in ASSIGNMENTS:
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         for student in TAMPERED:
-            nb = _tampered(_notebook(solution), student)
+            nb = _tampered(notebook(solution), student)
             target = course / "submitted" / student / "01_pingpong"
             target.mkdir(parents=True)
             (target / "01_pingpong.ipynb").write_text(json.dumps(nb))
@@ -216,30 +186,15 @@ def graded(tmp_path_factory):
     }
 
 
-def _grade_cells(nb: dict) -> dict:
-    return {
-        c["metadata"]["nbgrader"]["grade_id"]: c
-        for c in nb["cells"]
-        if c.get("metadata", {}).get("nbgrader", {}).get("grade")
-    }
-
-
-def _cell_score(course: Path, student: str, name: str, grade_id: str) -> float:
-    from nbgrader.api import Gradebook
-
-    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
-        return gb.find_grade(grade_id, name, name, student).score
-
-
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_the_solution_submitted_as_a_student_scores_full_marks(graded, name):
     score, max_score = graded["scores"][(name, "solution")]
     assert max_score > 0
     if score != max_score:
-        nb = _notebook(graded["course"] / "autograded" / "solution" / name / f"{name}.ipynb")
+        nb = notebook(graded["course"] / "autograded" / "solution" / name / f"{name}.ipynb")
         failing = {
             gid: [o.get("ename") or o.get("text", "")[:200] for o in c.get("outputs", [])]
-            for gid, c in _grade_cells(nb).items()
+            for gid, c in grade_cells(nb).items()
             if any(o["output_type"] == "error" or o.get("name") == "stderr" for o in c["outputs"])
         }
         pytest.fail(f"{name}: solution scored {score}/{max_score}; failing cells: {failing}")
@@ -258,26 +213,24 @@ def test_a_partly_correct_submission_loses_exactly_the_broken_parts(graded, name
     course = graded["course"]
     score, max_score = graded["scores"][(name, "partial")]
     _, broken = PARTIAL[name]
-    nb = _notebook(course / "autograded" / "partial" / name / f"{name}.ipynb")
-    cells = _grade_cells(nb)
+    nb = notebook(course / "autograded" / "partial" / name / f"{name}.ipynb")
+    cells = grade_cells(nb)
     lost = sum(cells[gid]["metadata"]["nbgrader"]["points"] for gid in broken)
     assert 0 < score < max_score
     assert score == max_score - lost, f"{name}: {score}/{max_score}, expected {max_score - lost}"
     for gid in broken:
-        assert _cell_score(course, "partial", name, gid) == 0
+        assert cell_score(course, "partial", name, gid) == 0
 
 
 def test_a_deadlocked_pingpong_fails_its_cell_by_deadline_and_the_rest_is_graded(graded):
     if "01_pingpong" not in ASSIGNMENTS:
         pytest.skip("no 01_pingpong")
-    nb = _notebook(
-        graded["course"] / "autograded" / "partial" / "01_pingpong" / "01_pingpong.ipynb"
-    )
-    cells = _grade_cells(nb)
+    nb = notebook(graded["course"] / "autograded" / "partial" / "01_pingpong" / "01_pingpong.ipynb")
+    cells = grade_cells(nb)
     errors = [o for o in cells["test_pingpong_engines"]["outputs"] if o["output_type"] == "error"]
     assert errors and errors[0]["ename"] == "DeadlockError", errors  # not CellTimeoutError
     for gid in ("test_pingpong_c_calls", "test_pingpong_c_payload", "test_pingpong_pickle"):
-        assert _cell_score(graded["course"], "partial", "01_pingpong", gid) > 0, gid
+        assert cell_score(graded["course"], "partial", "01_pingpong", gid) > 0, gid
 
 
 @pytest.mark.parametrize("student", sorted(TAMPERED))
@@ -285,12 +238,12 @@ def test_changing_the_grader_scores_zero_from_that_cell_on(graded, student):
     if "01_pingpong" not in ASSIGNMENTS:
         pytest.skip("no 01_pingpong")
     course = graded["course"]
-    nb = _notebook(course / "autograded" / student / "01_pingpong" / "01_pingpong.ipynb")
+    nb = notebook(course / "autograded" / student / "01_pingpong" / "01_pingpong.ipynb")
     _, _, kept = TAMPERED[student]
-    for gid, cell in _grade_cells(nb).items():
+    for gid, cell in grade_cells(nb).items():
         if cell["metadata"]["nbgrader"].get("solution"):
             continue
-        score = _cell_score(course, student, "01_pingpong", gid)
+        score = cell_score(course, student, "01_pingpong", gid)
         if gid in kept:
             assert score == cell["metadata"]["nbgrader"]["points"], gid
         else:
@@ -316,11 +269,7 @@ def test_the_class_is_graded_in_parallel_into_one_gradebook_and_a_summary(graded
 
 
 def test_no_engine_controller_or_mpiexec_outlives_the_grading(graded):
-    left = _tagged_processes(graded["tag"])
-    deadline = time.monotonic() + 15
-    while left and time.monotonic() < deadline:
-        time.sleep(0.5)
-        left = _tagged_processes(graded["tag"])
+    left = processes_left(graded["tag"])
     assert not left, "processes left behind by autograding:\n" + "\n".join(left)
 
 

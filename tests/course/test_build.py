@@ -138,7 +138,9 @@ def test_normalising_a_notebook_is_idempotent_and_drops_volatile_metadata(tmp_pa
     assert data["cells"][0]["metadata"] == {} and data["cells"][0]["outputs"] == []
 
 
-def test_the_course_config_switches_grading_mode_on_and_sets_a_deliberate_cell_timeout(monkeypatch):
+def test_the_course_config_sets_grading_mode_timeouts_limits_and_crash_tolerant_autograde(
+    monkeypatch,
+):
     from traitlets.config import Config
 
     monkeypatch.delenv("PINGPONG_LAB_GRADING", raising=False)
@@ -153,3 +155,6 @@ def test_the_course_config_switches_grading_mode_on_and_sets_a_deliberate_cell_t
     assert os.environ["PINGPONG_LAB_GRADING"] == "1"
     assert config.Execute.timeout > grading.ENGINE_TIMEOUT_S + 60  # a deadlock + engine restart
     assert config.Exchange.root
+    assert preprocessors.CrashTolerantExecute in config.Autograde.autograde_preprocessors
+    assert config.CrashTolerantExecute.notebook_timeout > 2 * config.Execute.timeout
+    assert config.MemoryLimitedKernelManager.memory_limit_mb >= 1024

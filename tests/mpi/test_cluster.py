@@ -263,17 +263,25 @@ import json, os, signal
 from pingpong_lab.engines.cluster import MPICluster
 cluster = MPICluster(n=2, timeout=30).start()
 print(json.dumps(sorted(cluster.pids)), flush=True)
-os.kill(os.getpid(), signal.SIGKILL)  # a notebook kernel killed: no at-exit handler runs
+{death}  # a notebook kernel killed or exiting at once: no at-exit handler runs
 """
 
 
-def test_a_killed_notebook_kernel_leaves_no_engines_behind():
+@pytest.mark.parametrize(
+    "death, status",
+    [("os.kill(os.getpid(), signal.SIGKILL)", -9), ("os._exit(0)", 0)],
+    ids=["SIGKILL", "os._exit"],
+)
+def test_a_killed_notebook_kernel_leaves_no_engines_behind(death, status):
     import json
 
     proc = subprocess.run(
-        [sys.executable, "-c", KILLED_SCRIPT], capture_output=True, text=True, timeout=180
+        [sys.executable, "-c", KILLED_SCRIPT.format(death=death)],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
-    assert proc.returncode == -9
+    assert proc.returncode == status
     pids = json.loads(proc.stdout.strip().splitlines()[-1])
     remember_pids(pids)
     assert wait_gone(pids, timeout=30), "the watchdog must end the orphaned cluster"
