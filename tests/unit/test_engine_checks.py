@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pingpong_lab.course.grading import engine_checks
+from pingpong_lab.course.grading import engine_checks, matching
 
 
 class _Cluster:
@@ -17,10 +17,12 @@ class _Cluster:
         return self.results
 
 
-def _c_results(corrupt, calls0=(), calls1=()):
+def _c_results(corrupt, calls0=(), calls1=(), constants=matching.MPICH):
+    """Per-rank results of the instrumented C, with the C library's constants."""
+    values = [constants.any_source, constants.any_tag, constants.proc_null]
     return [
-        {"rank": 0, "corrupt": corrupt, "codes": [0], "calls": list(calls0)},
-        {"rank": 1, "corrupt": 0, "codes": [0], "calls": list(calls1)},
+        {"rank": 0, "corrupt": corrupt, "codes": [0], "calls": list(calls0), "constants": values},
+        {"rank": 1, "corrupt": 0, "codes": [0], "calls": list(calls1), "constants": values},
     ]
 
 
