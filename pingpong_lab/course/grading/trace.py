@@ -15,10 +15,10 @@ def trace(fn, size=4, nbytes=8, seed=0):
     Returns (logs, bufs, payload): every rank's recorded calls and its recvbuf afterwards, by
     rank, and the payload that rank 0 had in its sendbuf. Rank 0 first runs once as if the
     echo came back intact, to find out what it sends to whom with which tag; the other ranks
-    then run and receive what rank 0 sent them. Rank 0 runs again and receives what rank 1 *actually* sent
-    back to it with a tag its receive accepts. A receive that matches no message gets nothing
-    (on real MPI it would wait forever): its buffer keeps its zeros. The status of a receive
-    says who sent the message with which tag, as after a real MPI receive.
+    then run and receive what rank 0 sent them. Rank 0 runs again and receives what rank 1
+    *actually* sent back to it with a tag its receive accepts. A receive that matches no
+    message gets nothing (on real MPI it would wait forever): its buffer keeps its zeros. The
+    status of a receive says who sent the message with which tag, as after a real MPI receive.
     """
     rng = np.random.default_rng(seed)
     payload = rng.integers(0, 256, nbytes, dtype=np.uint8)
