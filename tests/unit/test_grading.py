@@ -393,6 +393,14 @@ def test_a_fake_receive_fills_the_status_as_mpi_does():
     )
 
 
+def test_a_receive_from_proc_null_gets_nothing_buffer_or_object():
+    MPI = _mpi()
+    comm = grading.FakeComm(1, 2, incoming=lambda s, t, n: b"data")
+    buf = bytearray(4)
+    comm.Recv(buf, source=MPI.PROC_NULL)
+    assert buf == bytearray(4) and comm.recv(source=MPI.PROC_NULL) is None
+
+
 def test_a_nonblocking_pingpong_with_wildcards_and_a_status_passes():
     MPI = _mpi()
 
