@@ -85,6 +85,90 @@ TAMPERED = {
 }
 
 
+# Correct variants of 01_pingpong's solution that the text allows: each student must score full
+# marks. Two students keep the autograde run short: every variant is in one of them.
+_PY_SOLUTION = """\
+    if rank == 0:
+        comm.Send(sendbuf, dest=1, tag=TAG)
+        comm.Recv(recvbuf, source=1, tag=TAG)
+    elif rank == 1:
+        comm.Recv(recvbuf, source=0, tag=TAG)
+        comm.Send(recvbuf, dest=0, tag=TAG)
+"""
+_C_SOLUTION = """\
+    if (rank == 0) {
+        MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, TAG, comm);
+        MPI_Recv(recvbuf, nbytes, MPI_BYTE, 1, TAG, comm, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Recv(recvbuf, nbytes, MPI_BYTE, 0, TAG, comm, MPI_STATUS_IGNORE);
+        MPI_Send(recvbuf, nbytes, MPI_BYTE, 0, TAG, comm);
+    }
+"""
+VARIANTS = {
+    # wildcard receives; rank 1 replies to the source and tag in the status (Python and C)
+    "variant_wildcards": (
+        (
+            _PY_SOLUTION,
+            """\
+    if rank == 0:
+        comm.Send(sendbuf, dest=1, tag=TAG)
+        comm.Recv(recvbuf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
+    elif rank == 1:
+        status = MPI.Status()
+        comm.Recv(recvbuf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status)
+        comm.Send(recvbuf, dest=status.Get_source(), tag=status.Get_tag())
+""",
+        ),
+        (
+            _C_SOLUTION,
+            """\
+    if (rank == 0) {
+        MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, TAG, comm);
+        MPI_Recv(recvbuf, nbytes, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Status status;
+        MPI_Recv(recvbuf, nbytes, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &status);
+        MPI_Send(recvbuf, nbytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm);
+    }
+""",
+        ),
+    ),
+    # synchronous sends (Python and C) and typed buffer specs (Python)
+    "variant_ssend_typed": (
+        (
+            _PY_SOLUTION,
+            """\
+    if rank == 0:
+        comm.Ssend([sendbuf, MPI.BYTE], dest=1, tag=TAG)
+        comm.Recv([recvbuf, len(recvbuf), MPI.BYTE], source=1, tag=TAG)
+    elif rank == 1:
+        comm.Recv((recvbuf, MPI.BYTE), source=0, tag=TAG)
+        comm.Ssend([recvbuf, len(recvbuf), 0, MPI.BYTE], dest=0, tag=TAG)
+""",
+        ),
+        (_C_SOLUTION, _C_SOLUTION.replace("MPI_Send(", "MPI_Ssend(")),
+    ),
+}
+# the cells that grade the ping-pong itself
+PINGPONG_CELLS = (
+    "test_pingpong_calls",
+    "test_pingpong_engines",
+    "test_pingpong_c_calls",
+    "test_pingpong_c_payload",
+)
+
+
+def _replacing(pairs):
+    """An edit for submit: every (old, new) pair replaced wherever it occurs."""
+
+    def apply(text):
+        for old, new in pairs:
+            text = text.replace(old, new)
+        return text
+
+    return apply
+
+
 def _tampered(nb: dict, student: str) -> dict:
     after, code, _ = TAMPERED[student]
     cells = nb["cells"]
@@ -158,6 +242,12 @@ def graded(tmp_path_factory):
         submit(course, "untouched", name, root / "exercises" / name / f"{name}.ipynb")
         if name in PARTIAL:
             submit(course, "partial", name, solution, _partial_edit(name))
+        if name == "01_pingpong":
+            cells = ["".join(c["source"]) for c in notebook(solution)["cells"]]
+            for student, pairs in VARIANTS.items():
+                for old, _ in pairs:  # else the "variant" would be the solution itself
+                    assert any(old in cell for cell in cells), f"{student}: {old!r} is gone"
+                submit(course, student, name, solution, _replacing(pairs))
     if "01_pingpong" in ASSIGNMENTS:
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         for student in TAMPERED:
@@ -186,18 +276,38 @@ def graded(tmp_path_factory):
     }
 
 
+def _failing_cells(course: Path, student: str, name: str) -> dict:
+    """grade_id: the errors or stderr of every grade cell that failed, from the graded notebook."""
+    nb = notebook(course / "autograded" / student / name / f"{name}.ipynb")
+    return {
+        gid: [o.get("ename") or o.get("text", "")[:200] for o in c.get("outputs", [])]
+        for gid, c in grade_cells(nb).items()
+        if any(o["output_type"] == "error" or o.get("name") == "stderr" for o in c["outputs"])
+    }
+
+
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_the_solution_submitted_as_a_student_scores_full_marks(graded, name):
     score, max_score = graded["scores"][(name, "solution")]
     assert max_score > 0
     if score != max_score:
-        nb = notebook(graded["course"] / "autograded" / "solution" / name / f"{name}.ipynb")
-        failing = {
-            gid: [o.get("ename") or o.get("text", "")[:200] for o in c.get("outputs", [])]
-            for gid, c in grade_cells(nb).items()
-            if any(o["output_type"] == "error" or o.get("name") == "stderr" for o in c["outputs"])
-        }
+        failing = _failing_cells(graded["course"], "solution", name)
         pytest.fail(f"{name}: solution scored {score}/{max_score}; failing cells: {failing}")
+
+
+@pytest.mark.parametrize("student", sorted(VARIANTS))
+def test_a_correct_variant_of_the_pingpong_scores_full_marks(graded, student):
+    name = "01_pingpong"
+    if name not in ASSIGNMENTS:
+        pytest.skip(f"{name} is not in course/source")
+    course = graded["course"]
+    score, max_score = graded["scores"][(name, student)]
+    failing = _failing_cells(course, student, name)
+    assert score == max_score, f"{student} scored {score}/{max_score}; failing cells: {failing}"
+    nb = notebook(course / "autograded" / student / name / f"{name}.ipynb")
+    for gid in PINGPONG_CELLS:
+        points = grade_cells(nb)[gid]["metadata"]["nbgrader"]["points"]
+        assert cell_score(course, student, name, gid) == points, gid
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)

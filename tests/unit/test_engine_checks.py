@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pingpong_lab.course.grading import engine_checks
+from pingpong_lab.course.grading import engine_checks, matching
 
 
 class _Cluster:
@@ -17,10 +17,12 @@ class _Cluster:
         return self.results
 
 
-def _c_results(corrupt, calls0=(), calls1=()):
+def _c_results(corrupt, calls0=(), calls1=(), constants=matching.MPICH):
+    """Per-rank results of the instrumented C, with the C library's constants."""
+    values = [constants.any_source, constants.any_tag, constants.proc_null]
     return [
-        {"rank": 0, "corrupt": corrupt, "codes": [0], "calls": list(calls0)},
-        {"rank": 1, "corrupt": 0, "codes": [0], "calls": list(calls1)},
+        {"rank": 0, "corrupt": corrupt, "codes": [0], "calls": list(calls0), "constants": values},
+        {"rank": 1, "corrupt": 0, "codes": [0], "calls": list(calls1), "constants": values},
     ]
 
 
@@ -61,3 +63,85 @@ def test_more_ranks_name_the_rank_count(monkeypatch):
     assert str(info.value) == (
         "with 3 ranks, 3 echoes of 100 bytes came back different from what rank 0 sent"
     )
+
+
+# -- the instrumented C, judged with the constants of the C library it was built against ----------
+OPEN_MPI = matching.MPIConstants(any_source=-1, any_tag=-1, proc_null=-2)
+LIBRARIES = {"MPICH": matching.MPICH, "Open MPI": OPEN_MPI}
+KIND = {name: code for code, name in engine_checks.GRADED_KINDS.items()}
+
+
+def _call(kind, peer, tag=0, nbytes=8):
+    return (KIND[kind], peer, tag, nbytes)
+
+
+def _check_c(mpi, calls0, calls1):
+    cluster = _Cluster(_c_results(0, calls0, calls1, constants=mpi))
+    return engine_checks.check_c_pingpong(cluster, "lib.so", nbytes=8, iters=1)
+
+
+C_ACCEPTED = {
+    "MPI_ANY_SOURCE and MPI_ANY_TAG receives": lambda mpi: (
+        [_call("Send", 1), _call("Recv", mpi.any_source, mpi.any_tag)],
+        [_call("Recv", mpi.any_source, mpi.any_tag), _call("Send", 0)],
+    ),
+    "MPI_Ssend instead of MPI_Send": lambda mpi: (
+        [_call("Ssend", 1), _call("Recv", 1)],
+        [_call("Recv", 0), _call("Ssend", 0)],
+    ),
+    "a receive count larger than the message": lambda mpi: (
+        [_call("Send", 1), _call("Recv", 1, nbytes=64)],
+        [_call("Recv", 0, nbytes=64), _call("Send", 0)],
+    ),
+}
+
+
+@pytest.mark.parametrize("mpi", LIBRARIES.values(), ids=LIBRARIES.keys())
+@pytest.mark.parametrize("calls", C_ACCEPTED.values(), ids=C_ACCEPTED.keys())
+def test_every_correct_variant_of_the_c_pingpong_passes(mpi, calls):
+    assert _check_c(mpi, *calls(mpi))
+
+
+C_REJECTED = {
+    "rank 1 receives from MPI_PROC_NULL": lambda mpi: (
+        [_call("Send", 1), _call("Recv", 1)],
+        [_call("Recv", mpi.proc_null), _call("Send", 0)],
+        "rank 1 must receive from rank 0 .* MPI_PROC_NULL",
+    ),
+    "the echo goes to rank 2": lambda mpi: (
+        [_call("Send", 1), _call("Recv", 1)],
+        [_call("Recv", 0), _call("Send", 2)],
+        "rank 1 must send the echo back to rank 0; it sent to rank 2",
+    ),
+    "rank 0 sends to MPI_PROC_NULL": lambda mpi: (
+        [_call("Send", mpi.proc_null), _call("Recv", 1)],
+        [_call("Recv", 0), _call("Send", 0)],
+        "rank 0 must send to rank 1; it sent to MPI_PROC_NULL",
+    ),
+    "MPI_Isend in the blocking exercise": lambda mpi: (
+        [_call("Isend", 1), _call("Recv", 1)],
+        [_call("Recv", 0), _call("Send", 0)],
+        r"with the blocking MPI_Send \(or MPI_Ssend\) and MPI_Recv",
+    ),
+    "tags that never match": lambda mpi: (
+        [_call("Send", 1, tag=1), _call("Recv", 1, tag=1)],
+        [_call("Recv", 0, tag=2), _call("Send", 0, tag=2)],
+        "the tags differ: rank 0 sends with tag 1 and rank 1 receives with tag 2",
+    ),
+}
+
+
+@pytest.mark.parametrize("mpi", LIBRARIES.values(), ids=LIBRARIES.keys())
+@pytest.mark.parametrize("calls", C_REJECTED.values(), ids=C_REJECTED.keys())
+def test_wrong_c_variants_fail_with_a_message_that_says_why(mpi, calls):
+    calls0, calls1, message = calls(mpi)
+    with pytest.raises(AssertionError, match=message):
+        _check_c(mpi, calls0, calls1)
+
+
+def test_a_tag_wildcard_as_the_source_means_what_its_value_means_in_that_library():
+    # rank 1: MPI_Recv(..., MPI_ANY_TAG, MPI_ANY_TAG, ...); MPI_ANY_TAG is -1 in both
+    swapped = [_call("Send", 1), _call("Recv", 1)], [_call("Recv", -1, -1), _call("Send", 0)]
+    assert _check_c(OPEN_MPI, *swapped)  # as a source, -1 is MPI_ANY_SOURCE in Open MPI
+    with pytest.raises(AssertionError, match="it received from MPI_PROC_NULL"):
+        _check_c(matching.MPICH, *swapped)  # and MPI_PROC_NULL in MPICH

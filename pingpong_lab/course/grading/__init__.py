@@ -8,6 +8,7 @@ Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
 - timings are judged only as ratios to the reference kernel measured in the same run (mode).
 
     mode           grading mode, scale(), quiet(), deadlines, checks on plain values
+    matching       MPI's wildcards and MPI_PROC_NULL as the MPI in use has them; what matches
     fakempi        FakeComm and its recorded calls (Op)
     trace          is a traced ping-pong correct? (Python, buffers and pickled objects)
     timing         FakeClock and the order of a timing loop's steps
@@ -34,7 +35,8 @@ from .engine_checks import (
     pingpong_on_engines_report,
     run_c_with_ranks,
 )
-from .fakempi import FakeComm, Op, comm_ops, echo_sent_by
+from .fakempi import FakeComm, Message, Op, comm_ops, echo_sent_by
+from .matching import MPIConstants, mpi_constants
 from .mode import (
     ENGINE_TIMEOUT_S,
     GRADING,
@@ -64,6 +66,8 @@ __all__ = [
     "NOT_IMPLEMENTED",
     "FakeClock",
     "FakeComm",
+    "MPIConstants",
+    "Message",
     "Op",
     "agrees_with_reference",
     "assert_close",
@@ -86,6 +90,7 @@ __all__ = [
     "echo_sent_by",
     "grading_mode",
     "instrument_c",
+    "mpi_constants",
     "pingpong_on_engines_report",
     "quiet",
     "run_c_with_ranks",

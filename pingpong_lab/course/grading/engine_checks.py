@@ -20,8 +20,10 @@ from ...engines.shipping import ship, unship
 from ...mpi import jobs
 from ...mpi.processes import run_group
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
-from .fakempi import tags_match
+from .fakempi import Op, describe_op
+from .matching import c_constants
 from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S, nbytes_text
+from .trace import check_exchange
 
 
 def _pingpong_on_engine(package, nbytes, iters):
@@ -123,12 +125,15 @@ def _c_pingpong_on_engine(lib, function, nbytes, iters, instrumented):
             break
         if rank == 0 and not payload.matches(recvbuf[:nbytes], base, i):
             corrupt += 1
-    calls = []
+    result = {"rank": rank, "corrupt": corrupt, "codes": codes}
     if instrumented:
         out = (ctypes.c_int * (4 * 64))()
         n = handle.pp_graded_calls(out, 64)
-        calls = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, 64))]
-    return {"rank": rank, "corrupt": corrupt, "codes": codes, "calls": calls}
+        result["calls"] = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, 64))]
+        constants = (ctypes.c_int * 3)()
+        handle.pp_graded_constants(constants)
+        result["constants"] = list(constants)
+    return result
 
 
 def c_pingpong_on_engines(
@@ -163,30 +168,36 @@ def _raise_for_codes(results, function):
             raise AssertionError(f"{function} returned {bad[0]} on rank {res['rank']} instead of 0")
 
 
+def _graded_ops(calls):
+    """The (kind, peer, tag, bytes) records of the instrumented C as Ops."""
+    return [Op(GRADED_KINDS.get(kind, str(kind)), peer, tag, n) for kind, peer, tag, n in calls]
+
+
 def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="pingpong_c"):
-    """Check the learner's C ping-pong (instrumented build) on the engines: calls and payload."""
+    """Check the learner's C ping-pong (instrumented build) on the engines: calls and payload.
+
+    Peers and tags are judged with the MPI_ANY_SOURCE, MPI_ANY_TAG and MPI_PROC_NULL of the
+    library the learner's code was compiled against.
+    """
     results = c_pingpong_on_engines(cluster, lib_instrumented, nbytes, iters, function, True)
     _raise_for_codes(results, function)
+    mpi = c_constants(results[0]["constants"])
+    ops = [_graded_ops(r["calls"]) for r in results]
     shown = "; ".join(
-        f"rank {r['rank']}: "
-        + (
-            ", ".join(
-                f"{GRADED_KINDS.get(k, k)}(peer={p}, tag={t}, {b} B)" for k, p, t, b in r["calls"]
-            )
-            or "nothing"
-        )
-        for r in results
+        f"rank {r['rank']}: " + (", ".join(describe_op(op, mpi) for op in rank_ops) or "nothing")
+        for r, rank_ops in zip(results, ops)
     )
     where = f"(calls seen in the first round trip of {nbytes} bytes: {shown})"
-    per_trip = [r["calls"][: len(r["calls"]) // iters] if r["calls"] else [] for r in results]
-    r0, r1 = per_trip[0], per_trip[1]
-    assert [c[0] for c in r0] in ([1, 2], [5, 2]), f"rank 0 must MPI_Send, then MPI_Recv {where}"
-    assert [c[0] for c in r1] in ([2, 1], [2, 5]), f"rank 1 must MPI_Recv, then MPI_Send {where}"
-    assert r0[0][1] == 1 and r1[1][1] == 0, f"ranks 0 and 1 must send to each other {where}"
-    assert r0[0][3] == nbytes and r1[1][3] == nbytes, (
-        f"each message must carry all {nbytes} bytes {where}"
+    r0, r1 = (rank_ops[: len(rank_ops) // iters] for rank_ops in ops[:2])
+    sends = ("Send", "Ssend")
+    api = "the blocking MPI_Send (or MPI_Ssend) and MPI_Recv"
+    assert len(r0) == 2 and r0[0].kind in sends and r0[1].kind == "Recv", (
+        f"rank 0 must send, then receive, with {api} (one call each) {where}"
     )
-    assert tags_match(r0[0][2], r1[0][2]) and tags_match(r1[1][2], r0[1][2]), f"tags differ {where}"
+    assert len(r1) == 2 and r1[0].kind == "Recv" and r1[1].kind in sends, (
+        f"rank 1 must receive, then send the message back, with {api} (one call each) {where}"
+    )
+    check_exchange(r0, r1, nbytes, mpi, where)
     corrupt = results[0]["corrupt"]
     _assert_echoes_intact(corrupt, f"{corrupt} of {iters}", after=f" {where}")
     return True

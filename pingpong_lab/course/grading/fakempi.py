@@ -2,30 +2,32 @@
 
 A learner's function is first run on FakeComm ranks, which record each call (peer, tag, byte
 count, payload) without any MPI, so a wrong peer or a deadlock-prone order is reported as a
-readable assertion, never as a hang.
+readable assertion, never as a hang. Arguments are checked as MPI checks them: buffer specs as
+mpi4py reads them, wildcards and MPI.PROC_NULL with the values of the MPI in use (matching).
 """
 
 from __future__ import annotations
 
 import contextlib
+import operator
 import types
+from typing import NamedTuple
 
 import numpy as np
 
-ANY_SOURCE = -1  # the values of MPI.ANY_SOURCE / MPI.ANY_TAG in MPICH and Open MPI
-ANY_TAG = -1
+from .matching import mpi_constants
+
 # the calls that send (buffers, then pickled objects) and that receive
 SEND_KINDS = ("Send", "Ssend", "Rsend", "Bsend", "Isend", "Sendrecv", "send", "ssend", "isend")
 RECV_KINDS = ("Recv", "Irecv", "recv")
 
 
-def wildcards():
-    try:
-        from mpi4py import MPI
+class Message(NamedTuple):
+    """What a fake receive gets: the data, the rank it came from and the tag it was sent with."""
 
-        return MPI.ANY_SOURCE, MPI.ANY_TAG
-    except ImportError:
-        return ANY_SOURCE, ANY_TAG
+    data: object
+    source: int
+    tag: int
 
 
 class Op:
@@ -36,26 +38,80 @@ class Op:
         self.buf = buf
 
     def __repr__(self):
-        parts = [self.kind]
-        if self.peer is not None:
-            parts.append(f"peer={self.peer}")
-        if self.tag is not None:
-            parts.append(f"tag={self.tag}")
-        if self.nbytes is not None:
-            parts.append(f"{self.nbytes} B")
-        return "(" + " ".join(str(p) for p in parts) + ")"
+        return describe_op(self, mpi_constants())
+
+
+def describe_op(op, constants):
+    """'(Recv peer=MPI.ANY_SOURCE tag=3 8 B)': wildcards by name, in the learner's language."""
+    parts = [op.kind]
+    receive = op.kind in RECV_KINDS
+    if op.peer is not None:
+        special = {constants.proc_null: "PROC_NULL"}
+        if receive:
+            special[constants.any_source] = "ANY_SOURCE"
+        name = special.get(op.peer)
+        parts.append(f"peer={constants.prefix}{name}" if name else f"peer={op.peer}")
+    if op.tag is not None:
+        tag = constants.recv_tag_text(op.tag) if receive else op.tag
+        parts.append(f"tag={tag}")
+    if op.nbytes is not None:
+        parts.append(f"{op.nbytes} B")
+    return "(" + " ".join(str(p) for p in parts) + ")"
+
+
+# -- buffer specs, as mpi4py reads them -----------------------------------------------------------
+def _is_datatype(item) -> bool:
+    if isinstance(item, str):  # a typecode such as "B"
+        return True
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return False
+    return isinstance(item, MPI.Datatype)
+
+
+def _unpack_spec(spec):
+    """(buf, count, displ, datatype) of a message: buf, [buf, type], [buf, count], [buf, count,
+    type], [buf, (count, displ), type] or [buf, count, displ, type]; None where not given."""
+    if not isinstance(spec, (list, tuple)):
+        return spec, None, None, None
+    if len(spec) == 2:
+        buf, second = spec
+        if _is_datatype(second):
+            return buf, None, None, second
+        if isinstance(second, (list, tuple)):
+            count, displ = second
+            return buf, count, displ, None
+        return buf, second, None, None
+    if len(spec) == 3:
+        buf, count, datatype = spec
+        if isinstance(count, (list, tuple)):
+            count, displ = count
+            return buf, count, displ, datatype
+        return buf, count, None, datatype
+    if len(spec) == 4:
+        return tuple(spec)
+    raise ValueError(
+        f"a message is a buffer or a list of 2 to 4 items ([buf, MPI.BYTE], [buf, count, "
+        f"MPI.BYTE], [buf, count, displ, MPI.BYTE]); this one has {len(spec)} items"
+    )
+
+
+def _extent(datatype, buf) -> int:
+    """Bytes per item: of the MPI datatype (or its typecode string), else of the buffer."""
+    if datatype is None:
+        return memoryview(buf).itemsize
+    if isinstance(datatype, str):
+        from mpi4py import MPI
+
+        datatype = MPI._typedict[datatype]
+    return datatype.Get_extent()[1]
 
 
 def _byte_view(spec):
-    """A writable-if-possible flat byte view of an mpi4py buffer spec: buf, [buf, type] etc."""
-    buf, count = spec, None
-    if isinstance(spec, (list, tuple)):
-        if not spec:
-            raise TypeError("an empty list is not a message buffer")
-        buf = spec[0]
-        if len(spec) >= 3 and isinstance(spec[1], (int, np.integer)):
-            count = int(spec[1])
-    if isinstance(buf, (str,)):
+    """The bytes a message spec covers, as a flat memoryview (writable if the buffer is)."""
+    buf, count, displ, datatype = _unpack_spec(spec)
+    if isinstance(buf, str):
         raise TypeError("a str is not a byte buffer: use a bytearray or a numpy uint8 array")
     try:
         view = memoryview(buf).cast("B")
@@ -64,14 +120,37 @@ def _byte_view(spec):
             f"{type(buf).__name__} is not a buffer: the uppercase Send/Recv need a buffer "
             "such as a numpy array or bytearray"
         ) from exc
-    if count is not None:
-        itemsize = memoryview(buf).itemsize
-        view = view[: count * itemsize]
-    return view
+    extent = _extent(datatype, buf)
+    start = (0 if displ is None else operator.index(displ)) * extent
+    if count is None:
+        if (len(view) - start) % extent:
+            raise ValueError(
+                f"a {len(view) - start}-byte buffer is not a whole number of {extent}-byte items: "
+                "for a message counted in bytes use MPI.BYTE"
+            )
+        return view[start:]
+    end = start + operator.index(count) * extent
+    if start < 0 or end > len(view) or end < start:
+        raise ValueError(
+            f"the message spec asks for bytes {start} to {end} of a {len(view)}-byte buffer: "
+            "its count (and displacement) go beyond the buffer"
+        )
+    return view[start:end]
+
+
+def _set_status(status, message, nbytes):
+    """Fill an MPI.Status as MPI does after a receive: source, tag and the bytes received."""
+    if status is None:
+        return
+    from mpi4py import MPI
+
+    status.Set_source(message.source)
+    status.Set_tag(message.tag)
+    status.Set_elements(MPI.BYTE, nbytes)
 
 
 class FakeRequest:
-    """A request from FakeComm.Isend/Irecv; Wait/Test complete it."""
+    """A request from FakeComm.Isend/Irecv; Wait/Test complete it (and fill a status given)."""
 
     def __init__(self, comm, op, fill=None):
         self.comm, self.op, self._fill, self.done = comm, op, fill, False
@@ -80,14 +159,14 @@ class FakeRequest:
         if not self.done:
             self.done = True
             if self._fill is not None:
-                self._fill()
+                self._fill(status)
             self.comm.log.append(Op("Wait", self.op.peer, self.op.tag))
         return True
 
     wait = Wait
 
     def Test(self, status=None):
-        self.Wait()
+        self.Wait(status)
         return True
 
     def Free(self):
@@ -97,9 +176,12 @@ class FakeRequest:
 class FakeComm:
     """A communicator that records calls instead of communicating (one rank of `size`).
 
-    `incoming(source, tag, nbytes)` gives the bytes a Recv receives (default: the last message
-    this rank sent, as a correct echo would return it). `others` are the values that the other
-    ranks contribute to allreduce/Allreduce (default: none, so the result is this rank's own).
+    `incoming(source, tag, nbytes)` gives what a receive gets: the bytes (or object), or a
+    Message that also says which rank sent it with which tag; None: nothing arrives, and a
+    buffer receive gets zeros. Default: the last message this rank sent, as a correct echo
+    would return it. A receive that names a wildcard and gets plain bytes reports them as sent
+    by the partner rank (1 for rank 0, else 0) with tag 0. `others` are the values that the
+    other ranks contribute to allreduce/Allreduce (default: none, so the result is this rank's).
     """
 
     def __init__(self, rank, size, incoming=None, others=(), clock=None):
@@ -123,11 +205,9 @@ class FakeComm:
     def __repr__(self):
         return f"FakeComm(rank={self._rank}, size={self._size})"
 
-    # -- helpers
-    def _check_peer(self, peer, what):
-        if not isinstance(peer, (int, np.integer)):
-            raise TypeError(f"{what} must be a rank (int), got {peer!r}")
-        if not (0 <= peer < self._size or peer in wildcards()):
+    # -- arguments, checked as MPI checks them
+    def _check_rank(self, peer, what):
+        if not 0 <= peer < self._size:
             raise ValueError(
                 f"rank {self._rank}: {what}={peer} is not a rank of a "
                 f"{self._size}-rank communicator"
@@ -135,38 +215,89 @@ class FakeComm:
         if peer == self._rank:
             raise ValueError(f"rank {self._rank} sends to or receives from itself ({what}={peer})")
 
+    def _check_dest(self, dest):
+        _require_int(dest, "dest")
+        mpi = mpi_constants()
+        if dest == mpi.proc_null:
+            return
+        if dest == mpi.any_source:
+            raise ValueError(
+                f"rank {self._rank}: dest=MPI.ANY_SOURCE: a send needs the rank it goes to; "
+                "MPI.ANY_SOURCE is a wildcard for receives only"
+            )
+        self._check_rank(dest, "dest")
+
+    def _check_source(self, source):
+        _require_int(source, "source")
+        if source not in (mpi_constants().any_source, mpi_constants().proc_null):
+            self._check_rank(source, "source")
+
+    def _check_tag(self, tag, receive):
+        _require_int(tag, "tag")
+        mpi = mpi_constants()
+        if tag >= 0 or (receive and tag == mpi.any_tag):
+            return
+        if tag == mpi.any_tag:
+            hint = "MPI.ANY_TAG is a wildcard for receives only; a send needs a tag"
+        elif tag == mpi.any_source:
+            hint = f"{tag} is MPI.ANY_SOURCE, the wildcard for source=; for tag= it is MPI.ANY_TAG"
+        else:
+            hint = "tags are 0 or more"
+        raise ValueError(f"rank {self._rank}: tag={tag} is not a valid tag: {hint}")
+
+    # -- what arrives
     def _last_sent(self):
         for op in reversed(self.log):
             if op.kind in SEND_KINDS and op.data is not None:
                 return op.data
         return None
 
-    def _data_for(self, source, tag, nbytes):
-        if self._incoming is not None:
-            data = self._incoming(source, tag, nbytes)
-        else:
-            data = self._last_sent()
-        if data is None:
-            data = bytes(nbytes)
-        return data
+    def _message_for(self, source, tag, nbytes):
+        got = self._incoming(source, tag, nbytes) if self._incoming else self._last_sent()
+        if isinstance(got, Message):
+            return got
+        mpi = mpi_constants()
+        partner = 1 if self._rank == 0 else 0
+        return Message(
+            got,
+            partner if source == mpi.any_source else source,
+            0 if tag == mpi.any_tag else tag,
+        )
 
-    def _fill(self, view, source, tag):
-        data = self._data_for(source, tag, view.nbytes)
-        if isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
-            data = bytes(memoryview(data).cast("B"))
-            if len(data) > view.nbytes:
-                raise ValueError(
-                    f"rank {self._rank}: a {len(data)}-byte message arrives in a "
-                    f"{view.nbytes}-byte receive buffer (MPI_ERR_TRUNCATE)"
-                )
-            view[: len(data)] = data
-        return data
+    def _deliver(self, view, source, tag, status):
+        """Write the message for this receive into view (and status), as MPI_Recv would."""
+        mpi = mpi_constants()
+        if source == mpi.proc_null:  # MPI: returns at once, nothing received
+            _set_status(status, Message(None, mpi.proc_null, mpi.any_tag), 0)
+            return
+        message = self._message_for(source, tag, view.nbytes)
+        data = bytes(view.nbytes) if message.data is None else message.data
+        if not isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+            return  # a pickled object: nothing a buffer can take
+        data = bytes(memoryview(data).cast("B"))
+        if len(data) > view.nbytes:
+            raise ValueError(
+                f"rank {self._rank}: a {len(data)}-byte message arrives in a "
+                f"{view.nbytes}-byte receive buffer (MPI_ERR_TRUNCATE)"
+            )
+        view[: len(data)] = data
+        _set_status(status, message, len(data))
 
     # -- point to point, buffers
     def _send(self, kind, buf, dest, tag):
-        self._check_peer(dest, "dest")
+        self._check_dest(dest)
+        self._check_tag(tag, receive=False)
         view = _byte_view(buf)
         self.log.append(Op(kind, dest, tag, view.nbytes, bytes(view)))
+
+    def _receive(self, buf, source, tag):
+        """A receive's (source, tag, byte view), checked; None: the wildcard, as in mpi4py."""
+        mpi = mpi_constants()
+        source = mpi.any_source if source is None else source
+        tag = mpi.any_tag if tag is None else tag
+        self._check_source(source)
+        self._check_tag(tag, receive=True)
+        return source, tag, None if buf is None else _byte_view(buf)
 
     def Send(self, buf, dest, tag=0):
         self._send("Send", buf, dest, tag)
@@ -180,58 +311,47 @@ class FakeComm:
     def Bsend(self, buf, dest, tag=0):
         self._send("Bsend", buf, dest, tag)
 
-    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        self._check_peer(source, "source")
-        view = _byte_view(buf)
+    # source/tag None: not given, MPI.ANY_SOURCE / MPI.ANY_TAG as in mpi4py
+    def Recv(self, buf, source=None, tag=None, status=None):
+        source, tag, view = self._receive(buf, source, tag)
         self.log.append(Op("Recv", source, tag, view.nbytes, buf=view))
-        self._fill(view, source, tag)
+        self._deliver(view, source, tag, status)
 
     def Isend(self, buf, dest, tag=0):
         self._send("Isend", buf, dest, tag)
         return FakeRequest(self, self.log[-1])
 
-    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
-        self._check_peer(source, "source")
-        view = _byte_view(buf)
+    def Irecv(self, buf, source=None, tag=None):
+        source, tag, view = self._receive(buf, source, tag)
         op = Op("Irecv", source, tag, view.nbytes, buf=view)
         self.log.append(op)
-        return FakeRequest(self, op, fill=lambda: self._fill(view, source, tag))
+        return FakeRequest(self, op, fill=lambda status: self._deliver(view, source, tag, status))
 
     def Sendrecv(
-        self,
-        sendbuf,
-        dest,
-        sendtag=0,
-        recvbuf=None,
-        source=ANY_SOURCE,
-        recvtag=ANY_TAG,
-        status=None,
+        self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None, status=None
     ):
         self._send("Sendrecv", sendbuf, dest, sendtag)
         if recvbuf is not None:
-            view = _byte_view(recvbuf)
-            self._fill(view, source, recvtag)
+            source, recvtag, view = self._receive(recvbuf, source, recvtag)
+            self._deliver(view, source, recvtag, status)
 
     # -- point to point, pickled objects
     def send(self, obj, dest, tag=0):
-        self._check_peer(dest, "dest")
+        self._check_dest(dest)
+        self._check_tag(tag, receive=False)
         self.log.append(Op("send", dest, tag, None, obj))
 
     def ssend(self, obj, dest, tag=0):
-        self._check_peer(dest, "dest")
-        self.log.append(Op("ssend", dest, tag, None, obj))
+        self.send(obj, dest, tag)
+        self.log[-1].kind = "ssend"
 
-    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        self._check_peer(source, "source")
+    def recv(self, buf=None, source=None, tag=None, status=None):
+        source, tag, _ = self._receive(None, source, tag)
         self.log.append(Op("recv", source, tag))
-        obj = self._data_for(source, tag, 0) if self._incoming else self._last_sent()
+        nothing = source == mpi_constants().proc_null  # MPI: returns at once, mpi4py gives None
+        obj = None if nothing else self._message_for(source, tag, 0).data
         self.objects_received.append(obj)
         return obj
-
-    def isend(self, obj, dest, tag=0):
-        self.send(obj, dest, tag)
-        self.log[-1].kind = "isend"
-        return FakeRequest(self, self.log[-1])
 
     # -- collectives
     def Barrier(self):
@@ -382,14 +502,27 @@ def describe_calls(logs):
     return "; ".join(f"rank {r}: {comm_ops(log) or 'nothing'}" for r, log in enumerate(logs))
 
 
-def tags_match(send_tag, recv_tag):
-    return recv_tag in (send_tag, ANY_TAG) or recv_tag in wildcards()
-
-
-def echo_sent_by(log, tag=ANY_TAG):
-    """The bytes a rank sent to rank 0 (the first such message whose tag matches), or None."""
+def message_to(log, sender, receiver, source, tag):
+    """The first message in `sender`'s log that a receive on `receiver` (from `source`, with
+    `tag`) accepts, as a Message; None if there is none (on real MPI that receive waits)."""
+    mpi = mpi_constants()
+    if not mpi.source_matches(sender, source):
+        return None
     for op in log:
-        if op.kind in SEND_KINDS and op.peer == 0 and op.data is not None:
-            if tags_match(op.tag, tag):
-                return op.data
+        if op.kind in SEND_KINDS and op.peer == receiver and op.data is not None:
+            if mpi.tag_matches(op.tag, tag):
+                return Message(op.data, sender, op.tag)
     return None
+
+
+def echo_sent_by(log, tag=None):
+    """The bytes a rank sent to rank 0: the first message that a receive with `tag` accepts
+    (None: any tag), or None."""
+    mpi = mpi_constants()
+    message = message_to(log, None, 0, mpi.any_source, mpi.any_tag if tag is None else tag)
+    return None if message is None else message.data
+
+
+def _require_int(value, what):
+    if not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, got {value!r}")

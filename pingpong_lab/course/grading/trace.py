@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fakempi import (
-    ANY_SOURCE,
-    FakeComm,
-    comm_ops,
-    describe_calls,
-    echo_sent_by,
-    fake_mpi_for,
-    tags_match,
-    wildcards,
-)
+from .fakempi import FakeComm, comm_ops, describe_calls, fake_mpi_for, message_to
+from .matching import mpi_constants
 from .mode import nbytes_text
 
 
@@ -21,10 +13,12 @@ def trace(fn, size=4, nbytes=8, seed=0):
     """Run fn(comm, sendbuf, recvbuf) on fake ranks 0..size-1; return each rank's calls.
 
     Returns (logs, bufs, payload): every rank's recorded calls and its recvbuf afterwards, by
-    rank, and the payload that rank 0 had in its sendbuf. The other ranks run first and receive
-    the payload, as if rank 0 had sent it. Rank 0 then receives what rank 1 *actually* sent to
-    rank 0 with a matching tag; if rank 1 sent nothing back, nothing arrives (on real MPI rank 0
-    would wait forever) and rank 0's recvbuf keeps its zeros.
+    rank, and the payload that rank 0 had in its sendbuf. Rank 0 first runs once as if the
+    echo came back intact, to find out what it sends to whom with which tag; the other ranks
+    then run and receive what rank 0 sent them. Rank 0 runs again and receives what rank 1
+    *actually* sent back to it with a tag its receive accepts. A receive that matches no
+    message gets nothing (on real MPI it would wait forever): its buffer keeps its zeros. The
+    status of a receive says who sent the message with which tag, as after a real MPI receive.
     """
     rng = np.random.default_rng(seed)
     payload = rng.integers(0, 256, nbytes, dtype=np.uint8)
@@ -38,10 +32,14 @@ def trace(fn, size=4, nbytes=8, seed=0):
             fn(comm, sendbuf, recvbuf)
         logs[rank], bufs[rank] = comm.log, recvbuf
 
+    def sent_by(sender, receiver):
+        log = logs[sender] if sender < size else []
+        return lambda source, tag, n: message_to(log, sender, receiver, source, tag)
+
+    run(0, lambda source, tag, n: payload.copy())
     for rank in range(1, size):
-        run(rank, lambda s, t, n, p=payload: p)
-    rank1 = logs[1] if size > 1 else []
-    run(0, lambda s, t, n: echo_sent_by(rank1, t) if s in (1, *wildcards()) else None)
+        run(rank, sent_by(0, rank))
+    run(0, sent_by(1, 0))
     return logs, bufs, payload
 
 
@@ -102,23 +100,67 @@ def diagnose_trace(logs, bufs, payload, nonblocking=None):
     return None
 
 
+def check_exchange(r0, r1, nbytes, mpi, where=""):
+    """Rank 0's [send, receive] and rank 1's [receive, send] (Ops, from Python or C) are one
+    round trip of `nbytes` between them: peers, sizes and tags, wildcards as `mpi` has them."""
+    assert r0[0].peer == 1, (
+        f"rank 0 must send to rank 1; it sent to {mpi.dest_text(r0[0].peer)} {where}"
+    )
+    assert mpi.source_matches(0, r1[0].peer), (
+        f"rank 1 must receive from rank 0 (or {mpi.prefix}ANY_SOURCE); it received from "
+        f"{mpi.source_text(r1[0].peer)} {where}"
+    )
+    assert r1[1].peer == 0, (
+        f"rank 1 must send the echo back to rank 0; it sent to {mpi.dest_text(r1[1].peer)} {where}"
+    )
+    assert mpi.source_matches(1, r0[1].peer), (
+        f"rank 0 must receive the echo from rank 1 (or {mpi.prefix}ANY_SOURCE); it received "
+        f"from {mpi.source_text(r0[1].peer)} {where}"
+    )
+    assert r0[0].nbytes == nbytes, (
+        f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
+    )
+    assert r1[1].nbytes == nbytes, (
+        f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
+    )
+    assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, (
+        f"a receive buffer is too small for {nbytes_text(nbytes)}: rank 0 receives into "
+        f"{r0[1].nbytes}, rank 1 into {r1[0].nbytes} {where}"
+    )
+    assert mpi.tag_matches(r0[0].tag, r1[0].tag), (
+        f"the tags differ: rank 0 sends with tag {r0[0].tag} and rank 1 receives with tag "
+        f"{mpi.recv_tag_text(r1[0].tag)}, so on real MPI that message never matches and both "
+        f"ranks wait forever {where}"
+    )
+    assert mpi.tag_matches(r1[1].tag, r0[1].tag), (
+        f"the tags differ: rank 1 sends the echo with tag {r1[1].tag} and rank 0 receives with "
+        f"tag {mpi.recv_tag_text(r0[1].tag)}, so on real MPI the echo never matches and rank 0 "
+        f"waits forever {where}"
+    )
+
+
+# what each flavour of the exercise asks for, in the words of a failure message
+BLOCKING_API = "the blocking comm.Send (or comm.Ssend) and comm.Recv"
+NONBLOCKING_API = "the non-blocking comm.Isend and comm.Irecv"
+
+
 def check_trace(logs, bufs, payload, nonblocking=False, where=""):
     """AssertionError (with `where` appended) unless the traced calls are a correct round trip."""
     send_kinds = {"Isend"} if nonblocking else {"Send", "Ssend"}
     recv_kinds = {"Irecv"} if nonblocking else {"Recv"}
-    api = "Isend/Irecv" if nonblocking else "Send/Recv"
+    api = NONBLOCKING_API if nonblocking else BLOCKING_API
     size, nbytes = len(logs), len(payload)
     assert size >= 2, f"a ping-pong needs at least 2 ranks, the trace has {size}"
     for rank, log in enumerate(logs):
         for op in comm_ops(log):
             if op.kind in ("send", "recv", "ssend", "isend"):
                 raise AssertionError(
-                    f"rank {rank} called comm.{op.kind}, which pickles Python objects; use the "
-                    f"buffer-based comm.{api} (capital letter) here {where}"
+                    f"rank {rank} called comm.{op.kind}, which pickles Python objects; this "
+                    f"exercise asks for {api} (capital letter), which move buffers {where}"
                 )
             if op.kind not in send_kinds | recv_kinds:
                 raise AssertionError(
-                    f"rank {rank} called comm.{op.kind}; this ping-pong uses {api} {where}"
+                    f"rank {rank} called comm.{op.kind}; this exercise asks for {api} {where}"
                 )
     r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
     if nonblocking:  # rank 0 may post its receive first: a good habit
@@ -135,39 +177,14 @@ def check_trace(logs, bufs, payload, nonblocking=False, where=""):
         )
     else:
         assert [op.kind in send_kinds for op in r0] == [True, False], (
-            f"rank 0 must send first and then receive (one {api} each); it called "
+            f"rank 0 must send first and then receive, with {api} (one call each); it called "
             f"{[op.kind for op in r0] or 'nothing'} {where}"
         )
     assert [op.kind in recv_kinds for op in r1] == [True, False], (
-        f"rank 1 must receive first and then send the message back (one {api} each); it "
-        f"called {[op.kind for op in r1] or 'nothing'} {where}"
+        f"rank 1 must receive first and then send the message back, with {api} (one call "
+        f"each); it called {[op.kind for op in r1] or 'nothing'} {where}"
     )
-    assert r0[0].peer == 1 and r0[1].peer in (1, ANY_SOURCE), (
-        f"rank 0 must exchange with rank 1; it sent to {r0[0].peer} and received from "
-        f"{r0[1].peer} {where}"
-    )
-    assert r1[0].peer in (0, ANY_SOURCE) and r1[1].peer == 0, (
-        f"rank 1 must exchange with rank 0; it received from {r1[0].peer} and sent to "
-        f"{r1[1].peer} {where}"
-    )
-    assert r0[0].nbytes == nbytes, (
-        f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
-    )
-    assert r1[1].nbytes == nbytes, (
-        f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
-    )
-    assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, (
-        f"a receive buffer is too small for {nbytes_text(nbytes)}: rank 0 receives into "
-        f"{r0[1].nbytes}, rank 1 into {r1[0].nbytes} {where}"
-    )
-    assert tags_match(r0[0].tag, r1[0].tag), (
-        f"the tags of rank 0's send ({r0[0].tag}) and rank 1's receive ({r1[0].tag}) differ: "
-        f"on real MPI that message never matches and both ranks wait forever {where}"
-    )
-    assert tags_match(r1[1].tag, r0[1].tag), (
-        f"the tags of rank 1's send ({r1[1].tag}) and rank 0's receive ({r0[1].tag}) differ: "
-        f"on real MPI the echo never matches and rank 0 waits forever {where}"
-    )
+    check_exchange(r0, r1, nbytes, mpi_constants(), where)
     assert r0[0].data == payload.tobytes(), (
         "rank 0 must send the contents of sendbuf; it sent "
         f"{describe_echo(payload, r0[0].data, 'the payload in sendbuf')} {where}"
