@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -65,3 +67,28 @@ def processes_left(tag: str, wait_s: float = 15.0) -> list[str]:
         time.sleep(0.5)
         left = tagged_processes(tag)
     return left
+
+
+def scratch_course(root: Path, repo_course: Path, names=None) -> Path:
+    """A course folder under root with the repository's config and the sources of `names`
+    (every assignment when None): what the tests release, submit to and grade."""
+    course = Path(root) / "course"
+    if names is None:
+        shutil.copytree(repo_course / "source", course / "source")
+    for name in names or ():
+        shutil.copytree(repo_course / "source" / name, course / "source" / name)
+    shutil.copy(repo_course / "nbgrader_config.py", course / "nbgrader_config.py")
+    return course
+
+
+def grading_env(root: Path) -> tuple[str, dict]:
+    """(tag, environment) for nbgrader runs: grading mode, C builds and the exchange under
+    root, and a tag that marks every process they start (see tagged_processes)."""
+    tag = uuid.uuid4().hex
+    return tag, {
+        **os.environ,
+        "PINGPONG_LAB_TEST_TAG": tag,
+        "PINGPONG_LAB_GRADING": "1",
+        "PINGPONG_LAB_BUILD": str(Path(root) / "c-build"),
+        "PINGPONG_LAB_EXCHANGE": str(Path(root) / "exchange"),
+    }

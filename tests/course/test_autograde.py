@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -24,7 +21,15 @@ import pytest
 from pingpong_lab.course import build
 
 from ..conftest import requires_mpi
-from .submissions import cell_score, grade_cells, notebook, processes_left, submit
+from .submissions import (
+    cell_score,
+    grade_cells,
+    grading_env,
+    notebook,
+    processes_left,
+    scratch_course,
+    submit,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
@@ -216,17 +221,8 @@ def _partial_edit(name):
 def graded(tmp_path_factory):
     """A generated, submitted and autograded copy of the course."""
     root = tmp_path_factory.mktemp("course-pipeline")
-    course = root / "course"
-    shutil.copytree(COURSE / "source", course / "source")
-    shutil.copy(COURSE / "nbgrader_config.py", course / "nbgrader_config.py")
-    tag = uuid.uuid4().hex
-    env = {
-        **os.environ,
-        "PINGPONG_LAB_TEST_TAG": tag,
-        "PINGPONG_LAB_GRADING": "1",
-        "PINGPONG_LAB_BUILD": str(root / "c-build"),
-        "PINGPONG_LAB_EXCHANGE": str(root / "exchange"),
-    }
+    course = scratch_course(root, COURSE)
+    tag, env = grading_env(root)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "pingpong_lab.course.build", "release"],

@@ -7,7 +7,7 @@ import signal
 import nbformat
 import pytest
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import Execute
+from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets.config import Config
 
 from pingpong_lab.course import preprocessors
@@ -148,10 +148,10 @@ def test_an_exit_status_is_described_in_words(status, words):
     assert words in describe_exit(status)
 
 
-def test_the_autograde_pipeline_is_nbgraders_with_crash_tolerant_execute():
+def test_the_autograde_pipeline_is_nbgraders_with_crash_tolerant_execute_and_the_audit():
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     ours = preprocessors.autograde_preprocessors()
     assert ours[default.index(Execute)] is CrashTolerantExecute
-    assert [p for p in ours if p is not CrashTolerantExecute] == [
-        p for p in default if p is not Execute
-    ]
+    assert ours[ours.index(SaveAutoGrades) - 1] is preprocessors.AuditSubmission
+    ours_plain = [p for p in ours if p not in (CrashTolerantExecute, preprocessors.AuditSubmission)]
+    assert ours_plain == [p for p in default if p is not Execute]

@@ -7,11 +7,8 @@ nbgrader run; the tests read the gradebook, the feedback and the process table.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,15 @@ import pytest
 from pingpong_lab.course.preprocessors import KERNEL_DIED
 
 from ..conftest import requires_mpi
-from .submissions import cell_score, grade_cells, notebook, processes_left, submit
+from .submissions import (
+    cell_score,
+    grade_cells,
+    grading_env,
+    notebook,
+    processes_left,
+    scratch_course,
+    submit,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "01_pingpong"
@@ -69,17 +74,8 @@ def _crash_edit(old: str, new: str):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("course-crashes")
-    course = root / "course"
-    shutil.copytree(ROOT / "course" / "source" / NAME, course / "source" / NAME)
-    shutil.copy(ROOT / "course" / "nbgrader_config.py", course / "nbgrader_config.py")
-    tag = uuid.uuid4().hex
-    env = {
-        **os.environ,
-        "PINGPONG_LAB_TEST_TAG": tag,
-        "PINGPONG_LAB_GRADING": "1",
-        "PINGPONG_LAB_BUILD": str(root / "c-build"),
-        "PINGPONG_LAB_EXCHANGE": str(root / "exchange"),
-    }
+    course = scratch_course(root, ROOT / "course", [NAME])
+    tag, env = grading_env(root)
     subprocess.run(
         [sys.executable, "-m", "nbgrader", "generate_assignment", NAME, "--log-level=WARN"],
         cwd=course,
