@@ -86,7 +86,10 @@ def test_every_graded_cell_follows_a_visible_check_cell(name):
     cells = load(name)["cells"]
     for i, _ in graded(load(name)):
         prev = next(j for j in range(i - 1, -1, -1) if cells[j]["cell_type"] == "code")
-        assert not meta(cells[prev]), f"{name} cell {i}: the code cell before a test is a check"
+        check = meta(cells[prev])  # a plain cell, or a read-only course cell (locked)
+        assert not check.get("solution") and not check.get("grade"), (
+            f"{name} cell {i}: the code cell before a test is a check"
+        )
         sol = next(j for j in range(prev - 1, -1, -1) if cells[j]["cell_type"] == "code")
         assert meta(cells[sol]).get("solution"), f"{name} cell {i}: check follows the solution"
 

@@ -101,6 +101,7 @@ FINE = {
     "comprehension": "rows = {r: r * 2 for r in range(4)}\nd = [x for x in rows]",
     "magics": "%matplotlib inline\n%timeit sum(range(10))",
     "c cell": "%%writefile other.c\nint main(void) { exec(); setattr(); return 0; }",
+    "own C through ctypes": "import ctypes\nlib = ctypes.CDLL(None)\nlib.getpid()",
     "own attributes": "class Box:\n    pass\nbox = Box()\nbox.value = 3",
     "arrays": "import numpy as np\nx = np.zeros(4)\nx[0] = 1.0\nx[1:] += 2",
     "use the checks": "grading.check_pingpong(pingpong, size=2, nbytes=8)",
