@@ -2,9 +2,11 @@
 
 Everything runs in a temporary copy of course/ so that the repository is never touched. One
 module-scoped fixture generates every assignment in course/source (so new notebooks are
-included automatically), submits, per assignment, the solution and the untouched release (and,
-for 00-02, partly correct submissions, one of which deadlocks), and autogrades them all once;
-the tests then read the gradebook, the graded notebooks and the process table.
+included automatically), submits, per assignment, the solution, the untouched release and a
+partly correct submission (one of which deadlocks), and for 01 correct variants and submissions
+that change the grader; it autogrades them all once, as a class (students in parallel, each in
+a sandbox where bubblewrap works); the tests then read the gradebook, the graded notebooks,
+course/grades.csv and the process table.
 """
 
 from __future__ import annotations
@@ -64,6 +66,29 @@ PARTIAL = {
             s, "return int(comm.allreduce(reps, op=MPI.MAX))", "return int(reps)  # no agreement"
         ),
         {"test_choose_reps": 0},
+    ),
+    # the population standard deviation instead of the sample one
+    "03_variability": (
+        lambda s: _edit(
+            s,
+            '"std": float(x.std(ddof=1)) if x.size > 1 else 0.0,',
+            '"std": float(x.std()) if x.size > 1 else 0.0,',
+        ),
+        {"test_describe": 0},
+    ),
+    # R^2 against zero instead of against the mean
+    "04_model": (
+        lambda s: _edit(s, "ss_tot = np.sum((t - t.mean()) ** 2)", "ss_tot = np.sum(t**2)"),
+        {"test_r_squared": 0},
+    ),
+    # every pair counted twice (once from each end)
+    "05_contention": (
+        lambda s: _edit(
+            s,
+            "for r in range(size // 2))",
+            "for r in range(size))",
+        ),
+        {"test_crossing_pairs": 0},
     ),
 }
 
