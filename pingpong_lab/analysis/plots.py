@@ -229,10 +229,12 @@ def bandwidth_plot(
     label: str | None = "measured",
     ax: Axes | None = None,
     logy: bool = True,
+    second_unit: str | None = "Gbit/s",
 ) -> Axes:
     """Bandwidth = size / one-way time vs size, in ``unit`` (B/s, GiB/s, Mbit/s, ...).
 
     With a fit, its curve b / T(b) is drawn and the asymptote 1/beta as a dashed line.
+    ``second_unit`` adds a right-hand axis in that unit (None: no second axis).
     """
     ax = _axes(ax)
     scale = _bw_scale(unit)
@@ -250,7 +252,23 @@ def bandwidth_plot(
                 linewidth=1,
                 label=f"1/β = {1.0 / beta / scale:.3g} {unit}",
             )
-    return _size_axes(ax, ylabel, logy=logy, legend=label is not None or fit is not None)
+    _size_axes(ax, ylabel, logy=logy, legend=label is not None or fit is not None)
+    if second_unit is not None and second_unit != unit:
+        second_bandwidth_axis(ax, unit, second_unit)
+    return ax
+
+
+def second_bandwidth_axis(ax: Axes, unit: str = "GiB/s", second: str = "Gbit/s"):
+    """A right-hand axis that reads the same bandwidths in ``second`` (default Gbit/s).
+
+    The course plots bandwidth in GiB/s (2**30 bytes per second) and labels network-style
+    rates on this second axis (1 GiB/s = 8.59 Gbit/s), so that a memory-style number and a
+    link-style number can be read off one plot without a unit slip.
+    """
+    factor = _bw_scale(unit) / _bw_scale(second)
+    axis = ax.secondary_yaxis("right", functions=(lambda y: y * factor, lambda y: y / factor))
+    axis.set_ylabel(f"bandwidth [{second}]")
+    return axis
 
 
 def _samples_by_size(samples, nbytes) -> tuple[list[float], list[np.ndarray]]:

@@ -218,3 +218,12 @@ def test_a_ci_of_the_wrong_length_is_refused(sweep, ci):
     for draw in (plots.latency_plot, plots.bandwidth_plot):
         with pytest.raises(ValueError, match="one value per size"):
             draw(sweep.nbytes, sweep.medians, lo[:-1], hi[:-1])
+
+
+def test_bandwidth_plot_reads_gib_on_the_left_and_gbit_on_the_right():
+    ax = plots.bandwidth_plot([1 << 20, 1 << 24], [1e-4, 1e-3])
+    right = [c for c in ax.child_axes if "Gbit/s" in c.get_ylabel()]
+    assert "GiB/s" in ax.get_ylabel() and len(right) == 1
+    assert plots.BANDWIDTH_UNITS["GiB/s"] / plots.BANDWIDTH_UNITS["Gbit/s"] == 8 * 2**30 / 1e9
+    plain = plots.bandwidth_plot([1, 2], [1e-6, 1e-6], second_unit=None)
+    assert not [c for c in plain.child_axes if "Gbit/s" in c.get_ylabel()]
