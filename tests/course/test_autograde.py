@@ -23,6 +23,7 @@ import pytest
 from pingpong_lab.course import build
 
 from ..conftest import requires_mpi
+from .corpus import CASES, CORPUS, submit_case
 from .submissions import (
     cell_score,
     grade_cells,
@@ -263,6 +264,9 @@ def graded(tmp_path_factory):
         submit(course, "untouched", name, root / "exercises" / name / f"{name}.ipynb")
         if name in PARTIAL:
             submit(course, "partial", name, solution, _partial_edit(name))
+        for student, by_name in CORPUS.items():
+            if name in by_name:
+                submit_case(course, student, name, solution)
         if name == "01_pingpong":
             cells = ["".join(c["source"]) for c in notebook(solution)["cells"]]
             for student, pairs in VARIANTS.items():
@@ -351,6 +355,24 @@ def test_a_partly_correct_submission_loses_exactly_the_broken_parts(graded, name
     assert score == max_score - lost, f"{name}: {score}/{max_score}, expected {max_score - lost}"
     for gid in broken:
         assert cell_score(course, "partial", name, gid) == 0
+
+
+@pytest.mark.parametrize("student, name", CASES)
+def test_a_corpus_submission_loses_exactly_the_parts_it_breaks(graded, student, name):
+    """tests/course/corpus.py: correct variants keep every point, shortcuts lose their part."""
+    if name not in ASSIGNMENTS:
+        pytest.skip(f"{name} is not in course/source")
+    course = graded["course"]
+    _, broken = CORPUS[student][name]
+    nb = notebook(course / "autograded" / student / name / f"{name}.ipynb")
+    failing = _failing_cells(course, student, name)
+    for gid, cell in grade_cells(nb).items():
+        meta = cell["metadata"]["nbgrader"]
+        if meta.get("solution"):  # manually graded answers are not autograded
+            continue
+        want = 0 if gid in broken else meta["points"]
+        got = cell_score(course, student, name, gid)
+        assert got == want, f"{student}/{name}: {gid} scored {got}, expected {want}; {failing}"
 
 
 def test_a_deadlocked_pingpong_fails_its_cell_by_deadline_and_the_rest_is_graded(graded):

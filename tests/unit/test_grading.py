@@ -426,3 +426,72 @@ def test_without_mpi4py_the_wildcards_are_mpichs(monkeypatch):
     assert matching.mpi_constants.__wrapped__() == matching.MPICH
     assert matching.MPICH.source_matches(1, -2) and not matching.MPICH.source_matches(1, -1)
     assert matching.MPICH.tag_matches(5, -1) and not matching.MPICH.tag_matches(5, -2)
+
+
+# -- the pairwise exchange of 05: every correct variant passes, each fault says why
+
+
+def _peer(rank, size):
+    return (rank + size // 2) % size
+
+
+def pairwise_plain(comm, sendbuf, recvbuf):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if rank < size // 2:
+        comm.Send(sendbuf, dest=_peer(rank, size), tag=0)
+        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
+    else:
+        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
+        comm.Send(recvbuf, dest=_peer(rank, size), tag=0)
+
+
+def pairwise_wildcards(comm, sendbuf, recvbuf):
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if rank < size // 2:
+        comm.Ssend([sendbuf, MPI.BYTE], dest=_peer(rank, size), tag=7)
+        comm.Recv([recvbuf, MPI.BYTE], source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
+    else:
+        status = MPI.Status()
+        comm.Recv(recvbuf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status)
+        comm.Send(recvbuf, dest=status.Get_source(), tag=status.Get_tag())
+
+
+def pairwise_echoes_sendbuf(comm, sendbuf, recvbuf):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if rank < size // 2:
+        comm.Send(sendbuf, dest=_peer(rank, size), tag=0)
+        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
+    else:
+        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
+        comm.Send(sendbuf, dest=_peer(rank, size), tag=0)
+
+
+def pairwise_neighbours(comm, sendbuf, recvbuf):  # pairs (0,1), (2,3): the wrong pairing
+    rank = comm.Get_rank()
+    peer = rank ^ 1
+    if rank % 2 == 0:
+        comm.Send(sendbuf, dest=peer, tag=0)
+        comm.Recv(recvbuf, source=peer, tag=0)
+    else:
+        comm.Recv(recvbuf, source=peer, tag=0)
+        comm.Send(recvbuf, dest=peer, tag=0)
+
+
+@pytest.mark.parametrize("fn", [pairwise_plain, pairwise_wildcards])
+@pytest.mark.parametrize("size", [2, 4, 8])
+def test_every_correct_pairwise_exchange_passes(fn, size):
+    assert grading.check_pairwise_exchange(fn, size=size, nbytes=33, seed=size)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (pairwise_echoes_sendbuf, "must send back exactly the bytes it received"),
+        (pairwise_neighbours, "rank 1 must send first, then receive"),
+    ],
+)
+def test_wrong_pairwise_exchanges_fail_with_a_message_that_says_why(fn, message):
+    with pytest.raises(AssertionError, match=message):
+        grading.check_pairwise_exchange(fn, size=4)

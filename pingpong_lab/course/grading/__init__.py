@@ -51,6 +51,7 @@ from .mode import (
 )
 from .timing import FakeClock, check_timing_sequence, timing_fakes
 from .trace import (
+    check_pairwise_exchange,
     check_pickle_pingpong,
     check_pingpong,
     check_trace,
@@ -79,6 +80,7 @@ __all__ = [
     "check_c_pingpong",
     "check_c_with_ranks",
     "check_pickle_pingpong",
+    "check_pairwise_exchange",
     "check_pingpong",
     "check_pingpong_on_engines",
     "check_timing_sequence",

@@ -100,43 +100,120 @@ def diagnose_trace(logs, bufs, payload, nonblocking=None):
     return None
 
 
-def check_exchange(r0, r1, nbytes, mpi, where=""):
-    """Rank 0's [send, receive] and rank 1's [receive, send] (Ops, from Python or C) are one
-    round trip of `nbytes` between them: peers, sizes and tags, wildcards as `mpi` has them."""
-    assert r0[0].peer == 1, (
-        f"rank 0 must send to rank 1; it sent to {mpi.dest_text(r0[0].peer)} {where}"
+def check_exchange(r0, r1, nbytes, mpi, where="", pair=(0, 1)):
+    """The first rank's [send, receive] and the second's [receive, send] (Ops, from Python or
+    C) are one round trip of `nbytes` between the ranks `pair` (default 0 and 1): peers, sizes
+    and tags, wildcards as `mpi` has them."""
+    a, b = pair
+    assert r0[0].peer == b, (
+        f"rank {a} must send to rank {b}; it sent to {mpi.dest_text(r0[0].peer)} {where}"
     )
-    assert mpi.source_matches(0, r1[0].peer), (
-        f"rank 1 must receive from rank 0 (or {mpi.prefix}ANY_SOURCE); it received from "
+    assert mpi.source_matches(a, r1[0].peer), (
+        f"rank {b} must receive from rank {a} (or {mpi.prefix}ANY_SOURCE); it received from "
         f"{mpi.source_text(r1[0].peer)} {where}"
     )
-    assert r1[1].peer == 0, (
-        f"rank 1 must send the echo back to rank 0; it sent to {mpi.dest_text(r1[1].peer)} {where}"
+    assert r1[1].peer == a, (
+        f"rank {b} must send the echo back to rank {a}; it sent to "
+        f"{mpi.dest_text(r1[1].peer)} {where}"
     )
-    assert mpi.source_matches(1, r0[1].peer), (
-        f"rank 0 must receive the echo from rank 1 (or {mpi.prefix}ANY_SOURCE); it received "
+    assert mpi.source_matches(b, r0[1].peer), (
+        f"rank {a} must receive the echo from rank {b} (or {mpi.prefix}ANY_SOURCE); it received "
         f"from {mpi.source_text(r0[1].peer)} {where}"
     )
     assert r0[0].nbytes == nbytes, (
-        f"rank 0 sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
+        f"rank {a} sent {r0[0].nbytes} bytes instead of all {nbytes} of sendbuf {where}"
     )
     assert r1[1].nbytes == nbytes, (
-        f"rank 1 sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
+        f"rank {b} sent back {r1[1].nbytes} bytes instead of {nbytes} {where}"
     )
     assert r0[1].nbytes >= nbytes and r1[0].nbytes >= nbytes, (
-        f"a receive buffer is too small for {nbytes_text(nbytes)}: rank 0 receives into "
-        f"{r0[1].nbytes}, rank 1 into {r1[0].nbytes} {where}"
+        f"a receive buffer is too small for {nbytes_text(nbytes)}: rank {a} receives into "
+        f"{r0[1].nbytes}, rank {b} into {r1[0].nbytes} {where}"
     )
     assert mpi.tag_matches(r0[0].tag, r1[0].tag), (
-        f"the tags differ: rank 0 sends with tag {r0[0].tag} and rank 1 receives with tag "
+        f"the tags differ: rank {a} sends with tag {r0[0].tag} and rank {b} receives with tag "
         f"{mpi.recv_tag_text(r1[0].tag)}, so on real MPI that message never matches and both "
         f"ranks wait forever {where}"
     )
     assert mpi.tag_matches(r1[1].tag, r0[1].tag), (
-        f"the tags differ: rank 1 sends the echo with tag {r1[1].tag} and rank 0 receives with "
-        f"tag {mpi.recv_tag_text(r0[1].tag)}, so on real MPI the echo never matches and rank 0 "
-        f"waits forever {where}"
+        f"the tags differ: rank {b} sends the echo with tag {r1[1].tag} and rank {a} receives "
+        f"with tag {mpi.recv_tag_text(r0[1].tag)}, so on real MPI the echo never matches and "
+        f"rank {a} waits forever {where}"
     )
+
+
+def trace_pairs(fn, size=4, nbytes=32, seed=0):
+    """Run a pairwise exchange fn(comm, sendbuf, recvbuf) on fake ranks 0..size-1, where rank
+    r < size/2 starts a round trip with r + size/2 (the bottom half sends first).
+
+    As trace() does for one pair: the bottom half runs once as if its echo came back intact,
+    the top half then receives what its partner actually sent, and the bottom half runs again
+    and receives what its partner actually sent back. Returns (logs, bufs, payloads): each
+    rank's calls and recvbuf, and the payload each bottom rank had in its sendbuf.
+    """
+    rng = np.random.default_rng(seed)
+    half = size // 2
+    payloads = {r: rng.integers(0, 256, nbytes, dtype=np.uint8) for r in range(half)}
+    logs, bufs = [None] * size, [None] * size
+
+    def run(rank, incoming):
+        comm = FakeComm(rank, size, incoming=incoming)
+        own = payloads.get(rank)
+        sendbuf = own.copy() if own is not None else np.zeros(nbytes, np.uint8)
+        recvbuf = np.zeros(nbytes, np.uint8)
+        with fake_mpi_for(fn):
+            fn(comm, sendbuf, recvbuf)
+        logs[rank], bufs[rank] = comm.log, recvbuf
+
+    def sent_by(sender, receiver):
+        return lambda source, tag, n: message_to(logs[sender] or [], sender, receiver, source, tag)
+
+    for rank in range(half):
+        run(rank, lambda source, tag, n, r=rank: payloads[r].copy())
+    for rank in range(half, size):
+        run(rank, sent_by(rank - half, rank))
+    for rank in range(half):
+        run(rank, sent_by(rank + half, rank))
+    return logs, bufs, payloads
+
+
+def check_pairwise_exchange(fn, size=4, nbytes=32, seed=0):
+    """Check a pairwise exchange on `size` fake ranks: every rank r < size/2 sends its whole
+    sendbuf to r + size/2 and receives the echo into recvbuf; every upper rank receives and
+    sends back exactly what it received; blocking Send (or Ssend) and Recv; wildcards accepted.
+    """
+    logs, bufs, payloads = trace_pairs(fn, size=size, nbytes=nbytes, seed=seed)
+    where = f"(with {size} ranks and a {nbytes}-byte message; what each rank did: "
+    where += f"{describe_calls(logs)})"
+    mpi = mpi_constants()
+    half = size // 2
+    for rank, log in enumerate(logs):
+        kinds = [op.kind for op in comm_ops(log)]
+        want = ["send", "Recv"] if rank < half else ["Recv", "send"]
+        got = ["send" if k in ("Send", "Ssend") else k for k in kinds]
+        order = "send first, then receive" if rank < half else "receive first, then send back"
+        assert got == want, (
+            f"rank {rank} must {order}, with {BLOCKING_API} (one call each); it called "
+            f"{kinds or 'nothing'} {where}"
+        )
+    for low in range(half):
+        high = low + half
+        r_low, r_high = comm_ops(logs[low]), comm_ops(logs[high])
+        check_exchange(r_low, r_high, nbytes, mpi, where, pair=(low, high))
+        payload = payloads[low]
+        assert r_low[0].data == payload.tobytes(), (
+            f"rank {low} must send the contents of its sendbuf; it sent "
+            f"{describe_echo(payload, r_low[0].data, 'its sendbuf')} {where}"
+        )
+        assert r_high[1].data == payload.tobytes(), (
+            f"rank {high} must send back exactly the bytes it received; it sent back "
+            f"{describe_echo(payload, r_high[1].data, f'what rank {low} sent')} {where}"
+        )
+        assert np.array_equal(bufs[low], payload), (
+            f"the echo must arrive in rank {low}'s recvbuf; it holds {show_bytes(bufs[low])} "
+            f"{where}"
+        )
+    return True
 
 
 # what each flavour of the exercise asks for, in the words of a failure message
