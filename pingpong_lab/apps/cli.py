@@ -89,7 +89,7 @@ def sweep_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--link",
-        metavar="rate=1gbit[,burst=128kb,latency=50ms,mtu=1500]",
+        metavar="rate=1gbit[,burst=128kb,latency=50ms,mtu=9000]",
         help="root: each rank in its own network namespace, joined over TCP by veth cables "
         "limited to this rate (tbf) on a bridge",
     )
