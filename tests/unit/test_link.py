@@ -106,3 +106,20 @@ def test_bad_link_arguments_give_one_line_and_exit_status_2(args, expected, caps
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0]
+
+
+def test_a_shipped_sweep_keeps_its_times_and_says_how_it_was_measured(tmp_path, monkeypatch):
+    from pingpong_lab.analysis import model, synthetic
+    from pingpong_lab.course import shipdata
+
+    sweep = synthetic.synthetic_sweep(alpha=50e-6, beta=8e-9, sizes=[1 << k for k in range(16, 25)])
+    csv = synthetic.write_sweep_csv(sweep, tmp_path / "sweep.csv")
+    shipdata.ship(csv, "demo", "synthetic, 1 Gbit/s", directory=tmp_path)
+    monkeypatch.setenv("PINGPONG_LAB_GRADING", "0")  # load() reads the file, not the fallback
+    data = handoff.load("demo", fallback={}, directory=tmp_path)
+    assert data["about"] == "synthetic, 1 Gbit/s" and data["kernel"] == "synthetic"
+    assert data["link"] is None and data["nbytes"].dtype.kind == "i"
+    fit = model.fit_linear(data["nbytes"], data["t_one_way_s"])
+    assert fit.bandwidth_Mbitps == pytest.approx(1000, rel=1e-6)
+    with pytest.raises(ValueError, match="how the data was measured"):
+        shipdata.ship(csv, "demo", " ", directory=tmp_path)
