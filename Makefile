@@ -50,7 +50,7 @@ lab: setup
 		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
 
 # Everything: lint, then unit, MPI and course tiers (tests/unit, tests/mpi, tests/course).
-test: setup sandbox lint
+test: setup sandbox link-tools lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
