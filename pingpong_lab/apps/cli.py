@@ -89,9 +89,10 @@ def sweep_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--link",
-        metavar="rate=1gbit[,burst=128kb,latency=50ms,mtu=9000]",
-        help="root: each rank in its own network namespace, joined over TCP by veth cables "
-        "limited to this rate (tbf) on a bridge",
+        metavar="SETTINGS",
+        help="rate=1gbit[,burst=128kb,latency=50ms,mtu=9000] (root): each rank in its own "
+        "network namespace, joined over TCP by veth cables limited to this rate (tbf) on a "
+        "bridge",
     )
     p.add_argument("--library", help="C kernel library (default kernels_c/build/libpingpong.so)")
     p.add_argument(
