@@ -27,7 +27,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup sandbox kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers clean
+.PHONY: setup sandbox kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
 
 setup: $(STAMP) kernels
 
@@ -50,7 +50,7 @@ lab: setup
 		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
 
 # Everything: lint, then unit, MPI and course tiers (tests/unit, tests/mpi, tests/course).
-test: setup sandbox lint
+test: setup sandbox link-tools lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
@@ -102,6 +102,26 @@ bench-peers:
 	      --no-install-recommends $(NETPIPE_PKGS) >/dev/null; } \
 	  || echo "NetPIPE could not be installed: the bench reports it as not measured"; \
 	else echo "NetPIPE not installed (needs root: apt-get install $(NETPIPE_PKGS))"; fi
+
+# iproute2 (ip, tc) for `pingpong-lab sweep --link` (root: network namespaces, veth, tbf).
+link-tools:
+	@command -v ip >/dev/null && command -v tc >/dev/null \
+	|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& { apt-get install -y -qq iproute2 >/dev/null 2>&1 || { apt-get update -qq \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null; }; }; } \
+	|| echo "link-tools: iproute2 not installed (needs root and apt-get); sweep --link cannot run"
+
+# Re-measure the dataset shipped for users without root: a sweep through an emulated 1 Gbit/s
+# link (root), saved as pingpong_lab/course/shipped/link_1gbit.npz and .json.
+LINK_ABOUT = C kernel, blocking ping-pong, 2 MPI ranks on one machine, each in its own network \
+namespace, joined over TCP by veth cables with a tbf qdisc at 1 Gbit/s on both ends of each \
+(pingpong-lab sweep --link rate=1gbit: MTU 9000, burst 125000 B). Median and fastest one-way \
+times per size. On a machine busy with other work the medians of large messages fall below the \
+rate; the fastest times show it.
+link-dataset: setup link-tools
+	$(BIN)/pingpong-lab sweep --np 2 --kernel c --mode blocking --link rate=1gbit \
+		--min-bytes 1 --max-bytes 16777216 --budget 3 --out build/link_1gbit.csv
+	$(PY) -m pingpong_lab.course.shipdata build/link_1gbit.csv link_1gbit "$(LINK_ABOUT)"
 
 clean:
 	$(MAKE) -C kernels_c clean

@@ -1,7 +1,7 @@
 """`pingpong-lab`: measure and analyse MPI ping-pong from the command line (no Jupyter).
 
     pingpong-lab sweep --np 2 --kernel c --mode blocking --min-bytes 1 --max-bytes 67108864 \\
-        --out results.csv
+        --out results.csv [--link rate=1gbit]                # --link: root, emulated network
     pingpong-lab fit results.csv [--piecewise] [--json] [--ols]
     pingpong-lab report [--np 2] [--out report] [--quick]     # measure everything, one folder
     pingpong-lab bench [--np 2] [--out bench-results]         # are our numbers fair? (peers)
@@ -19,7 +19,7 @@ import sys
 
 from ..data import results
 from ..errors import PingPongLabError
-from ..mpi import environment, jobs, measure
+from ..mpi import environment, jobs, link, measure
 from ..mpi.processes import run_group
 from ..mpi.settings import TRANSPORTS, SweepSettings
 
@@ -87,6 +87,13 @@ def sweep_parser() -> argparse.ArgumentParser:
         default="default",
         help="tcp forces TCP loopback between local ranks (MPICH)",
     )
+    p.add_argument(
+        "--link",
+        metavar="SETTINGS",
+        help="rate=1gbit[,burst=128kb,latency=50ms,mtu=9000] (root): each rank in its own "
+        "network namespace, joined over TCP by veth cables limited to this rate (tbf) on a "
+        "bridge",
+    )
     p.add_argument("--library", help="C kernel library (default kernels_c/build/libpingpong.so)")
     p.add_argument(
         "--timeout",
@@ -109,6 +116,15 @@ def run_sweep(argv) -> int:
         parser.error(f"--max-bytes {a.max_bytes} is smaller than --min-bytes {a.min_bytes}")
     if a.kernel == "c" and a.mode == "pickle":
         parser.error("--mode pickle exists only for --kernel python")
+    link_spec = None
+    if a.link is not None:
+        if a.transport not in ("default", "tcp"):
+            parser.error(f"--link runs the ranks over TCP, not --transport {a.transport}")
+        a.transport = "tcp"
+        try:
+            link_spec = link.parse_link(a.link)
+        except ValueError as exc:
+            parser.error(f"--link: {exc}")
     try:
         settings = SweepSettings(
             kind=a.kernel,
@@ -127,6 +143,10 @@ def run_sweep(argv) -> int:
     problem = launch_problem(settings, a.np, a.out)
     if problem:
         parser.error(problem)
+    if link_spec is not None:
+        if a.np > link.MAX_RANKS:
+            parser.error(f"--link joins at most {link.MAX_RANKS} ranks, not {a.np}")
+        return launch_sweep(settings, a.np, a.out, timeout_s=a.timeout, link_spec=link_spec)
     return launch_sweep(settings, a.np, a.out, timeout_s=a.timeout)
 
 
@@ -144,14 +164,20 @@ def launch_problem(settings: SweepSettings, np_: int, out) -> str | None:
 
 
 def launch_sweep(
-    settings: SweepSettings, np_: int, out, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    settings: SweepSettings,
+    np_: int,
+    out,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    link_spec: link.LinkSpec | None = None,
 ) -> int:
     """Run the "sweep" job (`settings` on np_ ranks under mpiexec, results into `out`).
 
-    The path `pingpong-lab sweep` and `pingpong-lab report` share. Returns the exit status:
-    0, or 1 after one line on stderr.
+    The path `pingpong-lab sweep` and `pingpong-lab report` share. With `link_spec`, every
+    rank runs in its own network namespace behind an emulated link (mpi/link.py), removed
+    again however the run ends. Returns the exit status: 0, or 1 after one line on stderr.
     """
-    problem = launch_problem(settings, np_, out)
+    problem = launch_problem(settings, np_, out) or (link_spec and link.problem())
     if problem:
         return _fail(problem)
     try:
@@ -169,8 +195,18 @@ def launch_sweep(
         )
     spec = {**settings.to_dict(), "out": os.path.abspath(out)}
     env = {**os.environ, **TRANSPORTS[settings.transport]}
-    cmd = jobs.command("sweep", spec, np_, launcher=mpiexec)
-    return _run_job(cmd, env, timeout_s)
+    env.pop(environment.LINK_ENV, None)
+    if link_spec is None:
+        return _run_job(jobs.command("sweep", spec, np_, launcher=mpiexec), env, timeout_s)
+    try:
+        with link.EmulatedLink(link_spec, np_) as net:
+            print(f"emulated link: {net.describe()}", flush=True)
+            cmd = net.command(mpiexec, jobs.program("sweep", spec))
+            return _run_job(cmd, {**env, **net.env}, timeout_s)
+    except link.LinkError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:  # a signal while the link was being built or removed
+        return _fail("interrupted; the emulated link was removed")
 
 
 def _run_job(cmd, env, timeout_s: float) -> int:

@@ -13,6 +13,8 @@ from pathlib import Path
 from ..errors import MPINotFoundError
 
 TRANSPORT_VARS = ("MPIR_CVAR_", "UCX_", "FI_", "MPICH_", "OMPI_MCA_", "I_MPI_")
+LINK_ENV = "PINGPONG_LAB_LINK"
+"""Set by `sweep --link` (mpi/link.py) to the emulated link's settings, recorded as "link"."""
 
 
 def _find(tool: str, override_var: str) -> str:
@@ -166,6 +168,7 @@ def provenance(comm, **fields) -> dict:
         "timer_wtick_s": MPI.Wtick(),
         "timer_resolution_measured_s": measured_timer_resolution(MPI.Wtime),
         "transport_env": transport_settings(),
+        "link": os.environ.get(LINK_ENV) or None,
         "command": " ".join(sys.argv),
     }
     info.update(fields)

@@ -23,12 +23,17 @@ JOBS = {
 
 def command(name: str, spec: dict, np_: int, launcher: str | None = None) -> list[str]:
     """The argv that runs job `name` on `np_` ranks with `spec` (a JSON-serialisable dict)."""
-    if name not in JOBS:
-        raise ValueError(f"unknown job {name!r}; known jobs: {', '.join(JOBS)}")
     if int(np_) < 1:
         raise ValueError(f"a job needs at least 1 rank, got {np_}")
     mpiexec = launcher or environment.mpiexec()
-    return [mpiexec, "-n", str(int(np_)), sys.executable, "-m", __name__, name, json.dumps(spec)]
+    return [mpiexec, "-n", str(int(np_)), *program(name, spec)]
+
+
+def program(name: str, spec: dict) -> list[str]:
+    """The argv one rank runs for job `name` (what `command` starts under mpiexec)."""
+    if name not in JOBS:
+        raise ValueError(f"unknown job {name!r}; known jobs: {', '.join(JOBS)}")
+    return [sys.executable, "-m", __name__, name, json.dumps(spec)]
 
 
 def run(name: str, spec: dict, comm) -> int:

@@ -1,0 +1,63 @@
+"""Turn a measured sweep into a dataset the course ships (read with `handoff.shipped(name)`).
+
+    python -m pingpong_lab.course.shipdata RESULTS.csv NAME "ABOUT"
+
+Keeps, per message size, the median and the fastest one-way time and the 95% CI of the median
+(arrays nbytes, t_one_way_s, t_min_s, ci_lo_s, ci_hi_s) and, as plain values, ABOUT (how it was
+measured) and what the sweep's provenance says about the link, MPI, kernel, CPU and date. The
+files go to course/shipped/NAME.npz and .json, written atomically by `handoff.save`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..data import results
+from ..data.schema import COL
+from . import handoff
+
+ARRAYS = {
+    "nbytes": COL.nbytes,
+    "t_one_way_s": COL.t_median_s,
+    "t_min_s": COL.t_min_s,
+    "ci_lo_s": COL.ci_lo_s,
+    "ci_hi_s": COL.ci_hi_s,
+}
+PROVENANCE = ("link", "mpi_library_version", "kernel", "mode", "ranks", "cpu", "date")
+
+
+def ship(csv_path, name: str, about: str, directory=None) -> Path:
+    """Save the sweep in `csv_path` as shipped dataset `name`; returns the .npz path."""
+    if not about.strip():
+        raise ValueError("say in ABOUT how the data was measured")
+    table, _ = results.read_table(csv_path)
+    missing = [col for col in ARRAYS.values() if col not in table]
+    if missing:
+        raise ValueError(f"{csv_path}: no column(s) {', '.join(missing)}")
+    info = results.read_sidecar(csv_path)
+    plain = {key: info.get(key) for key in PROVENANCE}
+    first_line = str(plain["mpi_library_version"] or "").splitlines()
+    plain["mpi_library_version"] = first_line[0] if first_line else None
+    arrays = {key: table[col] for key, col in ARRAYS.items()}
+    arrays["nbytes"] = arrays["nbytes"].astype("int64")
+    folder = handoff.SHIPPED_DIR if directory is None else directory
+    return handoff.save(name, directory=folder, about=about.strip(), **plain, **arrays)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    try:
+        path = ship(*argv)
+    except ValueError as exc:
+        print(f"shipdata: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {path} and {path.with_suffix('.json').name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
