@@ -89,12 +89,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # pingpong_lab, even without `pip install -e .`
 
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     CheckCellMetadata,
     ClearHiddenTests,
     ClearMarkScheme,
     ClearOutput,
     ComputeChecksums,
+    GetGrades,
     IncludeHeaderFooter,
     InstantiateTests,
     LockCells,
@@ -168,3 +170,6 @@ c.ClearSolutions.code_stub = {
 # Solution notebooks are generated without running them (outputs hold timings, which change
 # every run); `course_build solutions` executes them separately and writes HTML.
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
+# Feedback shows learners their answers, scores and the grader's comments; the mark schemes of
+# the parts graded by hand (task cells) stay with the instructor, who sees them in Formgrader.
+c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearMarkScheme]

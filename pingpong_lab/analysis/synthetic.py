@@ -16,7 +16,14 @@ import numpy as np
 from ..data import results
 from . import stats
 
-__all__ = ["NOISE_KINDS", "SyntheticSweep", "default_sizes", "synthetic_sweep", "write_sweep_csv"]
+__all__ = [
+    "NOISE_KINDS",
+    "SyntheticSweep",
+    "correlated_samples",
+    "default_sizes",
+    "synthetic_sweep",
+    "write_sweep_csv",
+]
 
 NOISE_KINDS = ("none", "gaussian", "heavy")
 
@@ -141,3 +148,25 @@ def write_sweep_csv(sweep: SyntheticSweep, path, comment: str | None = None) -> 
     ]
     info = {"kernel": "synthetic", "truth": sweep.truth, "sizes": [int(n) for n in sweep.nbytes]}
     return results.write_results(path, rows, info, comment=comment or "synthetic sweep")
+
+
+def correlated_samples(n: int, phi: float, median_s=2e-6, rel_sd=0.05, seed=0) -> np.ndarray:
+    """n timings (seconds) whose noise is an AR(1) series: e_t = phi e_(t-1) + innovation.
+
+    Each sample is median_s * (1 + rel_sd * e_t) with e of unit variance, so the lag-1
+    autocorrelation is phi (0: independent samples; near 1: slow and fast stretches, as when a
+    neighbour comes and goes) and the standard deviation is rel_sd * median_s. Seeded.
+    """
+    n = int(n)
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got {n}")
+    phi = float(phi)
+    if not -1 < phi < 1:
+        raise ValueError(f"phi must be in (-1, 1) for a stationary series, got {phi}")
+    median_s, rel_sd = _positive("median_s", median_s), _positive("rel_sd", rel_sd)
+    innovations = np.random.default_rng(seed).standard_normal(n) * math.sqrt(1 - phi**2)
+    e = np.empty(n)
+    e[0] = innovations[0] / math.sqrt(1 - phi**2)  # start in the stationary distribution
+    for t in range(1, n):
+        e[t] = phi * e[t - 1] + innovations[t]
+    return median_s * (1 + rel_sd * e)

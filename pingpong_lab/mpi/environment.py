@@ -7,6 +7,7 @@ import os
 import platform
 import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -72,16 +73,67 @@ def transport_settings(environ=None) -> dict:
     return {k: v for k, v in sorted(env.items()) if k.startswith(TRANSPORT_VARS)}
 
 
-def cpu_model() -> str:
-    """The CPU's model name ('model name' in /proc/cpuinfo), else what platform knows."""
+# Fields that name the CPU in /proc/cpuinfo, most specific first: x86 and some ARM kernels write
+# "model name"; other ARM, MIPS and PowerPC kernels write "Hardware", "cpu model" or "cpu".
+CPUINFO_MODEL_KEYS = ("model name", "Hardware", "cpu model", "cpu")
+
+
+def model_from_cpuinfo(text: str) -> str | None:
+    """The CPU's name in the text of /proc/cpuinfo, or None when no field names it."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and value.strip():
+            fields.setdefault(key.strip(), value.strip())
+    return next((fields[k] for k in CPUINFO_MODEL_KEYS if k in fields), None)
+
+
+def model_from_lscpu(text: str) -> str | None:
+    """The 'Model name' that `lscpu` prints (it names ARM cores such as 'Neoverse-N1')."""
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "Model name" and value.strip() not in ("", "-"):
+            return value.strip()
+    return None
+
+
+def _read_text(path: str) -> str:
     try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
     except OSError:  # not Linux
-        pass
-    return platform.processor() or platform.machine()
+        return ""
+
+
+def _command_output(*argv: str) -> str:
+    """stdout of a short system command, or "" when it is missing or fails (2 s at most)."""
+    if not shutil.which(argv[0]):
+        return ""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=2, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def cpu_model() -> str:
+    """The CPU's model name, e.g. 'AMD EPYC 7B13', never just the architecture ('x86_64').
+
+    Looks in /proc/cpuinfo, then `lscpu` (Linux), `sysctl machdep.cpu.brand_string` (macOS)
+    and platform.processor() (Windows); when none names the CPU: 'unknown model (<arch>)'.
+    """
+    arch = platform.machine()
+    candidates = (
+        lambda: model_from_cpuinfo(_read_text("/proc/cpuinfo")),
+        lambda: model_from_lscpu(_command_output("lscpu")),
+        lambda: _command_output("sysctl", "-n", "machdep.cpu.brand_string").strip(),
+        platform.processor,
+    )
+    for candidate in candidates:
+        name = candidate()
+        if name and name not in (arch, "i386", "arm"):  # platform.processor() may say only that
+            return name
+    return f"unknown model ({arch or 'unknown architecture'})"
 
 
 def machine() -> dict:

@@ -301,6 +301,16 @@ def graded(tmp_path_factory):
     }
 
 
+def _by_hand(name: str) -> float:
+    """Points of the parts an instructor scores by hand (task cells): autograde gives them 0."""
+    cells = notebook(COURSE / "source" / name / f"{name}.ipynb")["cells"]
+    return sum(
+        c["metadata"]["nbgrader"]["points"]
+        for c in cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("task")
+    )
+
+
 def _failing_cells(course: Path, student: str, name: str) -> dict:
     """grade_id: the errors or stderr of every grade cell that failed, from the graded notebook."""
     nb = notebook(course / "autograded" / student / name / f"{name}.ipynb")
@@ -315,6 +325,7 @@ def _failing_cells(course: Path, student: str, name: str) -> dict:
 def test_the_solution_submitted_as_a_student_scores_full_marks(graded, name):
     score, max_score = graded["scores"][(name, "solution")]
     assert max_score > 0
+    max_score -= _by_hand(name)  # the written parts wait for the instructor
     if score != max_score:
         failing = _failing_cells(graded["course"], "solution", name)
         pytest.fail(f"{name}: solution scored {score}/{max_score}; failing cells: {failing}")
@@ -347,6 +358,7 @@ def test_a_partly_correct_submission_loses_exactly_the_broken_parts(graded, name
         pytest.skip(f"{name} is not in course/source")
     course = graded["course"]
     score, max_score = graded["scores"][(name, "partial")]
+    max_score -= _by_hand(name)
     _, broken = PARTIAL[name]
     nb = notebook(course / "autograded" / "partial" / name / f"{name}.ipynb")
     cells = grade_cells(nb)

@@ -140,7 +140,11 @@ def test_part_points_add_up_to_the_graded_points(name):
     assert letters == [chr(ord("A") + k) for k in range(len(parts))], letters
     bounds = [p[2] for p in parts] + [len(cells)]
     for (letter, pts, start), end in zip(parts, bounds[1:], strict=True):
-        got = sum(meta(c).get("points", 0) for c in cells[start:end] if meta(c).get("grade"))
+        got = sum(
+            meta(c).get("points", 0)
+            for c in cells[start:end]
+            if meta(c).get("grade") or meta(c).get("task")  # task: scored by hand
+        )
         assert got == pts, f"{name} Part {letter}: header says {pts}, tests give {got}"
         before = text(cells[start - 1]).strip() if start else ""
         assert before.startswith("---") or text(cells[start]).startswith("---"), (

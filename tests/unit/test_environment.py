@@ -35,6 +35,66 @@ def test_cpu_model_is_the_model_name_from_proc_cpuinfo():
         assert model == names[0]
 
 
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC 7B13
+cpu MHz\t\t: 2445.404
+"""
+ARM_CPUINFO = """processor\t: 0
+BogoMIPS\t: 50.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32
+CPU implementer\t: 0x41
+CPU part\t: 0xd0c
+"""
+ARM_LSCPU = """Architecture:          aarch64
+Vendor ID:             ARM
+Model name:            Neoverse-N1
+"""
+
+
+def test_model_from_cpuinfo_reads_the_model_name_not_the_family():
+    assert environment.model_from_cpuinfo(X86_CPUINFO) == "AMD EPYC 7B13"
+    assert environment.model_from_cpuinfo("cpu\t\t: POWER9, altivec supported\n") == (
+        "POWER9, altivec supported"
+    )
+    assert environment.model_from_cpuinfo(ARM_CPUINFO) is None
+    assert environment.model_from_cpuinfo("") is None
+
+
+def test_model_from_lscpu_names_arm_cores():
+    assert environment.model_from_lscpu(ARM_LSCPU) == "Neoverse-N1"
+    assert environment.model_from_lscpu("Model name: -\n") is None
+
+
+def _machine_without_a_name(monkeypatch, cpuinfo="", lscpu=""):
+    outputs = {"lscpu": lscpu}
+    monkeypatch.setattr(environment, "_read_text", lambda path: cpuinfo)
+    monkeypatch.setattr(environment, "_command_output", lambda *argv: outputs.get(argv[0], ""))
+    monkeypatch.setattr(environment.platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(environment.platform, "processor", lambda: "aarch64")
+
+
+def test_cpu_model_asks_lscpu_when_cpuinfo_has_no_name(monkeypatch):
+    _machine_without_a_name(monkeypatch, cpuinfo=ARM_CPUINFO, lscpu=ARM_LSCPU)
+    assert environment.cpu_model() == "Neoverse-N1"
+
+
+def test_cpu_model_never_passes_the_architecture_off_as_a_model(monkeypatch):
+    _machine_without_a_name(monkeypatch, cpuinfo=ARM_CPUINFO)
+    assert environment.cpu_model() == "unknown model (aarch64)"
+
+
+def test_the_setup_notebook_prints_the_cpu_model_not_the_architecture():
+    pytest.importorskip("mpi4py")
+    from pingpong_lab.course import notebook
+
+    cpu = notebook.machine()["cpu"]
+    assert cpu == environment.cpu_model()
+    assert cpu != environment.platform.machine()
+
+
 def test_machine_describes_this_machine_and_its_mpi():
     pytest.importorskip("mpi4py")
     m = environment.machine()

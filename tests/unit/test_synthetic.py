@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from pingpong_lab.analysis import model
-from pingpong_lab.analysis.synthetic import default_sizes, synthetic_sweep, write_sweep_csv
+from pingpong_lab.analysis.synthetic import (
+    correlated_samples,
+    default_sizes,
+    synthetic_sweep,
+    write_sweep_csv,
+)
 from pingpong_lab.data import results, schema
 
 ALPHA, BETA = 2e-6, 1e-10
@@ -92,3 +97,20 @@ def test_written_csv_has_the_sweep_columns_and_reloads(tmp_path):
     assert np.all(table["ci_lo_s"] <= table["t_median_s"])
     assert np.all(table["t_median_s"] <= table["ci_hi_s"])
     np.testing.assert_allclose(table["t_min_s"], s.samples.min(axis=1))
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.9, -0.4])
+def test_correlated_samples_have_the_requested_lag1_autocorrelation_and_spread(phi):
+    x = correlated_samples(40_000, phi, median_s=3e-6, rel_sd=0.1, seed=1)
+    d = x - x.mean()
+    r1 = np.sum(d[:-1] * d[1:]) / np.sum(d * d)
+    assert abs(r1 - phi) < 0.03
+    assert np.std(x) == pytest.approx(0.1 * 3e-6, rel=0.1 if phi < 0.9 else 0.25)
+    assert np.median(x) == pytest.approx(3e-6, rel=0.02)
+    assert np.array_equal(x, correlated_samples(40_000, phi, median_s=3e-6, rel_sd=0.1, seed=1))
+
+
+@pytest.mark.parametrize("phi", [1.0, -1.0, 2.0])
+def test_correlated_samples_refuse_a_series_that_does_not_settle(phi):
+    with pytest.raises(ValueError, match="phi"):
+        correlated_samples(100, phi)
