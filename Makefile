@@ -1,7 +1,8 @@
 # Two commands: `make lab` (set up and open the course) and `make test` (set up and test).
 # Set-up is idempotent: a tree that is already set up is not installed again.
 #
-# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS, JOBS, NB.
+# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS, JOBS, NB,
+# LAB_DIR (what `make lab` serves), COURSE (what `make instructor` serves).
 # With an active conda env that has MPI (environment.yml), its python, mpicc and mpiexec are
 # used instead of a venv with the mpich wheel.
 
@@ -55,15 +56,18 @@ jupyterlab = JUPYTER_CONFIG_DIR="$(CURDIR)/jupyter/$(1)" JUPYTER_DATA_DIR="$(LAB
 	$(if $(TOKEN),--IdentityProvider.token=$(TOKEN)) \
 	$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
 
-# The student lab: exercises/, Validate as the grader runs it, no instructor tools.
+# The student lab: LAB_DIR (the repository) opened on exercises/, Validate as the grader runs it,
+# no instructor tools.
+LAB_DIR ?= $(CURDIR)
 lab: setup
 	@echo "Opening the course; the URL with its token is printed below (Ctrl-C to stop)."
-	$(call jupyterlab,student,$(CURDIR),/lab/tree/exercises)
+	$(call jupyterlab,student,$(abspath $(LAB_DIR)),/lab/tree/exercises)
 
-# The instructor lab: course/ with Formgrader (Nbgrader menu > Formgrader).
+# The instructor lab: the nbgrader course COURSE (course/) with Formgrader (Nbgrader menu).
+COURSE ?= course
 instructor: setup
 	@echo "Opening the course for instructors; the URL with its token is printed below."
-	cd course && $(call jupyterlab,instructor,$(CURDIR)/course,/lab)
+	cd "$(COURSE)" && $(call jupyterlab,instructor,$(abspath $(COURSE)),/lab)
 
 # Run notebooks as the grader will (course settings, grading mode) and say which tests fail:
 # make validate [NB="03_variability 04_model"] (default: every exercise).
