@@ -107,15 +107,20 @@ def serve(target: str, env: dict, log: Path, **make_vars: str):
 
 
 @contextmanager
-def browser(executable: str):
-    """A headless chromium page (1400x900) from Playwright, closed at the end."""
+def browser(executable: str, lab: Lab):
+    """A headless chromium page (1400x900) from Playwright that sends the lab's token with every
+    request (pages such as Formgrader fetch their data without it), closed at the end."""
     from playwright.sync_api import sync_playwright
 
     args = ["--disable-dev-shm-usage"] + (["--no-sandbox"] if os.geteuid() == 0 else [])
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=executable, args=args)
         try:
-            page = chromium.new_page(viewport={"width": 1400, "height": 900})
+            context = chromium.new_context(
+                viewport={"width": 1400, "height": 900},
+                extra_http_headers={"Authorization": f"token {lab.token}"},
+            )
+            page = context.new_page()
             page.set_default_timeout(60_000)
             yield page
         finally:

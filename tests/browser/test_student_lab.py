@@ -41,7 +41,7 @@ def student_lab(tmp_path_factory):
 def test_the_student_lab_hides_formgrader_create_assignment_and_the_news(student_lab):
     lab, executable = student_lab
     assert lab.status("/formgrader") == 404  # the server extension is off, not only its menu
-    with browser(executable) as page:
+    with browser(executable, lab) as page:
         page.goto(lab.url(f"/lab/tree/exercises/{NAME}/{NAME}.ipynb"))
         page.locator(".jp-NotebookPanel").wait_for()
         page.wait_for_timeout(3000)  # the news question would come up by now
@@ -57,7 +57,7 @@ def test_an_exercise_starts_its_engines_and_validate_gives_the_course_verdict(st
     from playwright.sync_api import expect
 
     lab, executable = student_lab
-    with browser(executable) as page:
+    with browser(executable, lab) as page:
         page.goto(lab.url(f"/lab/tree/exercises/{NAME}/{NAME}.ipynb"))
         cells = page.locator(".jp-Notebook .jp-Cell")
         cells.nth(1).locator(".jp-InputArea-editor").click()
