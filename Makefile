@@ -1,7 +1,8 @@
 # Two commands: `make lab` (set up and open the course) and `make test` (set up and test).
 # Set-up is idempotent: a tree that is already set up is not installed again.
 #
-# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS, JOBS.
+# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS, JOBS, NB,
+# LAB_DIR (what `make lab` serves), COURSE (what `make instructor` serves).
 # With an active conda env that has MPI (environment.yml), its python, mpicc and mpiexec are
 # used instead of a venv with the mpich wheel.
 
@@ -27,7 +28,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup sandbox kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
+.PHONY: setup sandbox kernels lab instructor validate browser test test-fast lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
 
 setup: $(STAMP) kernels
 
@@ -42,15 +43,39 @@ $(STAMP): pyproject.toml | $(if $(findstring $(VENV),$(STAMP)),$(VENV)/bin/pytho
 kernels: $(STAMP)
 	$(MAKE) --no-print-directory -C kernels_c MPICC="$(MPICC)"
 
+# The labs get their own Jupyter settings (jupyter/student, jupyter/instructor) and keep what
+# they write in .jupyter-state/: ~/.jupyter is neither read nor written.
+LAB_STATE := $(CURDIR)/.jupyter-state
+# $(call jupyterlab,settings,root folder,first page)
+jupyterlab = JUPYTER_CONFIG_DIR="$(CURDIR)/jupyter/$(1)" JUPYTER_DATA_DIR="$(LAB_STATE)/data" \
+	JUPYTER_RUNTIME_DIR="$(LAB_STATE)/runtime" \
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+	--ServerApp.root_dir="$(2)" --LabApp.default_url=$(3) \
+	--LabApp.user_settings_dir="$(LAB_STATE)/$(1)/user-settings" \
+	--LabApp.workspaces_dir="$(LAB_STATE)/$(1)/workspaces" \
+	$(if $(TOKEN),--IdentityProvider.token=$(TOKEN)) \
+	$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
+
+# The student lab: LAB_DIR (the repository) opened on exercises/, Validate as the grader runs it,
+# no instructor tools.
+LAB_DIR ?= $(CURDIR)
 lab: setup
 	@echo "Opening the course; the URL with its token is printed below (Ctrl-C to stop)."
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/exercises \
-		$(if $(TOKEN),--IdentityProvider.token=$(TOKEN)) \
-		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
+	$(call jupyterlab,student,$(abspath $(LAB_DIR)),/lab/tree/exercises)
 
-# Everything: lint, then unit, MPI and course tiers (tests/unit, tests/mpi, tests/course).
-test: setup sandbox link-tools lint
+# The instructor lab: the nbgrader course COURSE (course/) with Formgrader (Nbgrader menu).
+COURSE ?= course
+instructor: setup
+	@echo "Opening the course for instructors; the URL with its token is printed below."
+	cd "$(COURSE)" && $(call jupyterlab,instructor,$(abspath $(COURSE)),/lab)
+
+# Run notebooks as the grader will (course settings, grading mode) and say which tests fail:
+# make validate [NB="03_variability 04_model"] (default: every exercise).
+validate: setup
+	$(PY) -m pingpong_lab.course.validation $(NB)
+
+# Everything: lint, then unit, MPI, course and browser tiers (tests/unit, mpi, course, browser).
+test: setup sandbox link-tools browser lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
@@ -122,6 +147,14 @@ link-dataset: setup link-tools
 	$(BIN)/pingpong-lab sweep --np 2 --kernel c --mode blocking --link rate=1gbit \
 		--min-bytes 1 --max-bytes 16777216 --budget 3 --out build/link_1gbit.csv
 	$(PY) -m pingpong_lab.course.shipdata build/link_1gbit.csv link_1gbit "$(LINK_ABOUT)"
+
+# Debian's chromium for the browser tests (tests/browser, Playwright drives it; no browser is
+# ever downloaded by Playwright). Installed with apt-get when root, otherwise those tests skip.
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+		&& { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends chromium >/dev/null; }; } \
+		|| echo "browser: chromium not installed (needs root and apt-get); browser tests skip"
 
 clean:
 	$(MAKE) -C kernels_c clean

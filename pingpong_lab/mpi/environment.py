@@ -59,11 +59,74 @@ def require_mpi4py():
 
 
 def cpu_count() -> int:
-    """Cores this process may run on (respects taskset/cgroups affinity)."""
+    """Cores this process may keep busy: its affinity (taskset, cpusets), cut to its cgroup's
+    CPU quota (a container or JupyterHub limit), rounded down, at least 1.
+
+    A quota of 1.5 CPUs counts as 1 core: an MPI rank busy-polls a whole core, so a second rank
+    would share time with the first.
+    """
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        cores = min(cores, max(1, int(quota)))
+    return cores
+
+
+def cgroup_cpu_quota(proc_cgroup="/proc/self/cgroup", root="/sys/fs/cgroup") -> float | None:
+    """CPUs this process's cgroup may use (quota / period), None when it has no CPU quota.
+
+    cgroup v2: `cpu.max` ("200000 100000" is 2 CPUs, "max 100000" no limit); v1: the cpu
+    controller's `cpu.cfs_quota_us` (-1: no limit) over `cpu.cfs_period_us`. The tightest quota
+    of the process's cgroup and its parents counts. `proc_cgroup` and `root` are there for tests.
+    """
+    try:
+        with open(proc_cgroup, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:  # not Linux
+        return None
+    quotas = []
+    for line in lines:
+        _id, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one unified tree (under unified/ in a hybrid set-up)
+            base = Path(root) if (Path(root) / "cgroup.controllers").exists() else None
+            base = base or (Path(root) / "unified")
+            quotas += [_v2_quota(d) for d in _cgroup_dirs(base, path)]
+        elif "cpu" in controllers.split(","):
+            for base in {Path(root) / controllers, Path(root) / "cpu"}:
+                quotas += [_v1_quota(d) for d in _cgroup_dirs(base, path)]
+    quotas = [q for q in quotas if q is not None]
+    return min(quotas) if quotas else None
+
+
+def _cgroup_dirs(base: Path, path: str) -> list[Path]:
+    """base/path and each of its parents up to base (those that exist)."""
+    here = base / path.strip("/")
+    dirs = [here, *[p for p in here.parents if p == base or base in p.parents]]
+    return [d for d in dirs if d.is_dir()]
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def _v2_quota(directory: Path) -> float | None:
+    fields = (_read(directory / "cpu.max") or "max").split()
+    if fields[0] == "max" or len(fields) != 2:
+        return None
+    return int(fields[0]) / int(fields[1])
+
+
+def _v1_quota(directory: Path) -> float | None:
+    quota, period = _read(directory / "cpu.cfs_quota_us"), _read(directory / "cpu.cfs_period_us")
+    if quota is None or period is None or int(quota) <= 0 or int(period) <= 0:
+        return None
+    return int(quota) / int(period)
 
 
 # -- what to record with every result -------------------------------------------------------
@@ -139,7 +202,8 @@ def cpu_model() -> str:
 def machine() -> dict:
     """This machine: host, CPU model, cores, memory, OS, Python and, when mpi4py imports, MPI.
 
-    Keys: host, cpu, cores_usable (this process's affinity), cores_logical, memory_gib, os,
+    Keys: host, cpu, cores_usable (affinity cut to the cgroup CPU quota, see cpu_count),
+    cores_logical, memory_gib, os,
     platform, python; with mpi4py also mpi_vendor ('MPICH 4.2.0'), mpi_standard ('4.1'),
     mpi_library_version (MPI_Get_library_version) and mpi4py (its version).
     """

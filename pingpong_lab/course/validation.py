@@ -1,0 +1,150 @@
+"""Validate a learner's notebook as the grader will run it: `make validate [NB=03_variability]`
+and the student lab's Validate button share these settings.
+
+nbgrader's own `validate` uses nbgrader's defaults outside the course directory: a 30 s cell
+timeout and full-size measurements. Here validation takes the course's settings from
+course/nbgrader_config.py (cell timeout, memory limit, exchange, course id) and runs the
+notebook's kernel in grading mode (PINGPONG_LAB_GRADING=1, small sweeps). Grading mode goes to the
+validating kernel only: reading the course's settings leaves this process's environment as it
+was, so a Jupyter server that validates keeps starting the learner's own kernels at full size.
+
+    python -m pingpong_lab.course.validation [NOTEBOOK_OR_NAME ...]    (from the repository)
+
+prints one verdict per notebook (passed, or which tests fail and why) and exits 1 when any fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .preprocessors import MemoryLimitedKernelManager
+
+REPO = Path(__file__).resolve().parents[2]
+COURSE = REPO / "course"
+EXERCISES = REPO / "exercises"
+GRADING_VAR = "PINGPONG_LAB_GRADING"
+
+
+class GradingModeKernelManager(MemoryLimitedKernelManager):
+    """The course's kernel manager (memory limit), starting the kernel in grading mode."""
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        return [shutil.which("env") or "env", f"{GRADING_VAR}=1", *cmd]
+
+
+def course_config(course: Path = COURSE):
+    """The course's nbgrader settings, read without changing this process's environment, and
+    with validation in grading mode."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config_file = Path(course) / "nbgrader_config.py"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"no nbgrader_config.py in {course}: is this the course folder?")
+    saved = dict(os.environ)
+    try:
+        config = PyFileConfigLoader(config_file.name, path=str(config_file.parent)).load_config()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    config.Execute.kernel_manager_class = GradingModeKernelManager
+    return config
+
+
+def notebooks(names: list[str], exercises: Path = EXERCISES) -> list[Path]:
+    """Notebook paths for names (`03_variability`) or paths; every exercise when none."""
+    if not names:
+        found = sorted(exercises.glob("*/*.ipynb"))
+        if not found:
+            raise FileNotFoundError(f"no notebooks under {exercises} (run `make release`)")
+        return found
+    paths = []
+    for name in names:
+        path = Path(name)
+        if path.suffix != ".ipynb":
+            path = exercises / name / f"{name}.ipynb"
+        if not path.is_file():
+            known = ", ".join(sorted(p.name for p in exercises.iterdir() if p.is_dir()))
+            raise FileNotFoundError(f"no notebook {path} (the exercises are: {known})")
+        paths.append(path)
+    return paths
+
+
+def _grade_ids(path: Path) -> dict[str, str]:
+    """A cell's source -> its grade_id, for the graded cells of the notebook."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    return {
+        cell.source.strip(): cell.metadata.nbgrader.get("grade_id", "?")
+        for cell in nb.cells
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade")
+    }
+
+
+def _last_line(error: str) -> str:
+    """The line of a test's error that says what failed (the exception, without colours)."""
+    from nbconvert.filters import strip_ansi
+
+    lines = [line.strip() for line in strip_ansi(error).splitlines() if line.strip()]
+    last = lines[-1] if lines else "no output"
+    if last.rstrip(":") == "NotImplementedError":
+        return "not done yet (the code it tests still raises NotImplementedError)"
+    return last
+
+
+def verdict(path: Path, results: dict) -> tuple[bool, str]:
+    """(passed, text) for one notebook from nbgrader Validator.validate's results."""
+    name = path.stem
+    if results.get("type_changed"):
+        return False, f"{name}: FAILED - the type of {len(results['type_changed'])} cell(s) changed"
+    if results.get("changed"):
+        count = len(results["changed"])
+        return False, f"{name}: FAILED - {count} read-only course cell(s) were edited"
+    failed = results.get("failed", [])
+    if not failed:
+        return True, f"{name}: passed"
+    ids = _grade_ids(path)
+    lines = [f"{name}: FAILED - {len(failed)} test(s) fail"]
+    for cell in failed:
+        grade_id = ids.get(cell["source"].strip(), "a cell")
+        lines.append(f"  {grade_id}: {_last_line(cell['raw_error'])}")
+    return False, "\n".join(lines)
+
+
+def validate(path: Path, config=None) -> tuple[bool, str]:
+    """Run one notebook as the grader will (the file itself is not changed)."""
+    from nbgrader.validator import Validator
+
+    validator = Validator(config=config if config is not None else course_config())
+    return verdict(path, validator.validate(str(path)))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pingpong_lab.course.validation",
+        description="Validate notebooks with the course's settings, in grading mode.",
+    )
+    parser.add_argument("notebooks", nargs="*", help="names (03_variability) or .ipynb paths")
+    args = parser.parse_args(argv)
+    try:
+        paths = notebooks(args.notebooks)
+        config = course_config()
+    except FileNotFoundError as exc:
+        print(f"validate: {exc}", file=sys.stderr)
+        return 2
+    all_passed = True
+    for path in paths:
+        print(f"validating {path.relative_to(REPO) if path.is_relative_to(REPO) else path} ...")
+        passed, text = validate(path, config)
+        print(text, flush=True)
+        all_passed &= passed
+    return 0 if all_passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
