@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from ..data import schema
 from ..engines.shipping import ship, unship
 from ..progress import bar
 from . import grading
@@ -304,7 +305,8 @@ def reference_time(cluster, nbytes, reps=200, timeout=ENGINE_TIMEOUT_S) -> float
 def kernel_sweep(
     cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=300, shared_buffer=False
 ):
-    """measure.sweep_rows on the engines; rank 0's rows as dicts (one-way times).
+    """measure.sweep_rows on the engines; rank 0's rows as dicts (one-way times), with the
+    run's kernel, mode and ranks in their columns (data.schema.RUN_COLUMNS).
 
     shared_buffer=True: one buffer per rank, the answering rank echoes the received bytes.
     `timeout` (seconds) is for the whole sweep.
@@ -320,7 +322,8 @@ def kernel_sweep(
         shared_buffer=shared_buffer,
     )
     rows = _engine_sweep(cluster, settings, timeout, f"{kind} {mode}")
-    return [row.to_dict() for row in rows]
+    run = schema.run_values({"kernel": kind, "mode": mode, "ranks": getattr(cluster, "n", None)})
+    return [{**row.to_dict(), **run} for row in rows]
 
 
 grading.seal(sys.modules[__name__])

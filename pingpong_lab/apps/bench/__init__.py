@@ -47,7 +47,7 @@ from ...data import results
 from ...data.jsonable import jsonable
 from ...data.schema import COL
 from ...mpi import environment, jobs
-from ...mpi.ckernels import DEFAULT_LIBRARY, KERNELS_DIR
+from ...mpi.ckernels import DEFAULT_LIBRARY, KERNELS_BUILD, KERNELS_DIR
 from ...mpi.processes import run_group
 from ...progress import bar, echo
 from .. import netpipe
@@ -388,6 +388,7 @@ def main(argv=None) -> int:
                 "-C",
                 str(KERNELS_DIR),
                 f"MPICC={environment.mpicc()}",
+                f"BUILD={KERNELS_BUILD.name}",
             ],
             check=False,
             capture_output=True,
