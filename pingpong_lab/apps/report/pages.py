@@ -23,7 +23,9 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         {
             "title": "Where and how",
             "text": [
-                f"Date: {prov.get('date', '?')}; MPI: {prov.get('mpi_vendor', '?')}; mpi4py "
+                f"Date: {prov.get('date', '?')}; MPI: {prov.get('mpi_vendor', '?')} "
+                f"({prov.get('mpi_source') or 'source not recorded'}: "
+                f"{prov.get('mpi_library_path') or '?'}); mpi4py "
                 f"{prov.get('mpi4py_version', '?')}; Python {prov.get('python', '?')}; hosts: "
                 f"{', '.join(prov.get('hosts', [])) or '?'}; platform {prov.get('platform', '?')}.",
                 f"Mode: {meta['mode']}. {meta.get('timing', '')}",
