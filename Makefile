@@ -142,4 +142,4 @@ system-mpi:
 
 clean:
 	$(MAKE) -C kernels_c clean
-	rm -rf build *.egg-info .pytest_cache
+	rm -rf build kernels_c/build-system *.egg-info .pytest_cache
