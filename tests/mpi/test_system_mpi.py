@@ -82,4 +82,4 @@ def test_make_mpi_system_builds_against_the_mpi_on_path_and_the_results_name_it(
     assert library.name.startswith("libmpi") and not library.is_relative_to(ROOT)
     assert Path(info["mpiexec_path"]).resolve() == Path(mpiexec).resolve()
     rows = out.read_text().splitlines()
-    assert len(rows) == 1 + 8 and rows[1].endswith(",c,blocking,2,default,none")  # 1 .. 64 B
+    assert len(rows) == 1 + 7 and rows[1].endswith(",c,blocking,2,default,none")  # 1 .. 64 B
