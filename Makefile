@@ -1,13 +1,20 @@
 # Two commands: `make lab` (set up and open the course) and `make test` (set up and test).
 # Set-up is idempotent: a tree that is already set up is not installed again.
 #
-# Overridable: PYTHON, VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN, PYTEST_ARGS, JOBS, NB,
-# LAB_DIR (what `make lab` serves), COURSE (what `make instructor` serves).
+# Overridable: PYTHON, MPI (wheel or system), VENV, NP (ranks), MPICC, MPIEXEC, PORT, TOKEN,
+# PYTEST_ARGS, JOBS, NB, LAB_DIR (what `make lab` serves), COURSE (what `make instructor` serves).
 # With an active conda env that has MPI (environment.yml), its python, mpicc and mpiexec are
 # used instead of a venv with the mpich wheel.
 
 PYTHON ?= python3
-VENV ?= .venv
+# MPI=wheel (default): the mpich wheel from PyPI in .venv. MPI=system: the MPI on PATH (a site's
+# `module load`, or Debian's mpich from `make system-mpi`) in .venv-system, with mpi4py built
+# from source against its mpicc; the wheel venv is left as it is.
+MPI ?= wheel
+ifeq ($(filter wheel system,$(MPI)),)
+  $(error MPI=$(MPI): choose MPI=wheel (the mpich wheel) or MPI=system (the MPI on PATH))
+endif
+VENV ?= $(if $(filter system,$(MPI)),.venv-system,.venv)
 NP ?= 2
 PORT ?= 8888
 PYTEST_ARGS ?=
@@ -16,6 +23,12 @@ ifneq ($(and $(CONDA_PREFIX),$(wildcard $(CONDA_PREFIX)/bin/mpicc)),)
   BIN := $(CONDA_PREFIX)/bin
   STAMP := $(CONDA_PREFIX)/.pingpong-lab-installed
   EXTRAS := course,dev
+else ifeq ($(MPI),system)
+  BIN := $(abspath $(VENV))/bin
+  STAMP := $(VENV)/.installed
+  EXTRAS := course,dev
+  MPICC ?= $(shell command -v mpicc)
+  MPIEXEC ?= $(shell command -v mpiexec)
 else
   BIN := $(abspath $(VENV))/bin
   STAMP := $(VENV)/.installed
@@ -28,7 +41,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup sandbox kernels lab instructor validate browser test test-fast lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
+.PHONY: setup system-mpi sandbox kernels lab instructor validate browser test test-fast test-system-mpi lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
 
 setup: $(STAMP) kernels
 
@@ -37,11 +50,24 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml | $(if $(findstring $(VENV),$(STAMP)),$(VENV)/bin/python)
 	$(PY) -m pip install --quiet --upgrade pip
+ifeq ($(MPI),system)
+	@[ -x "$(MPICC)" ] || { echo "MPI=system: no mpicc on PATH; load the site's MPI" \
+		"(module load ...) or, as root on Debian, run make system-mpi"; exit 1; }
+	@case "$(MPICC)" in $(CURDIR)/.venv/*) echo "MPI=system: $(MPICC) is the wheel's" \
+		"mpicc; run make without the wheel venv on PATH"; exit 1;; esac
+	MPICC="$(MPICC)" $(PY) -m pip install --quiet --no-cache-dir --no-binary mpi4py "mpi4py>=4.0"
+endif
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
+# The kernels of each MPI live apart (kernels_c/build, kernels_c/build-system; the environment's
+# pingpong-lab-kernels file names its folder) and are rebuilt when the mpicc changes.
+KBUILD := $(if $(filter system,$(MPI)),build-system,build)
 kernels: $(STAMP)
-	$(MAKE) --no-print-directory -C kernels_c MPICC="$(MPICC)"
+	@[ "$$(cat kernels_c/$(KBUILD)/.mpicc 2>/dev/null)" = "$(MPICC)" ] || rm -rf kernels_c/$(KBUILD)
+	$(MAKE) --no-print-directory -C kernels_c MPICC="$(MPICC)" BUILD=$(KBUILD)
+	@echo "$(MPICC)" > kernels_c/$(KBUILD)/.mpicc
+	$(if $(filter system,$(MPI)),@echo $(KBUILD) > $(VENV)/pingpong-lab-kernels)
 
 # The labs get their own Jupyter settings (jupyter/student, jupyter/instructor) and keep what
 # they write in .jupyter-state/: ~/.jupyter is neither read nor written.
@@ -81,6 +107,11 @@ test: setup sandbox link-tools browser lint
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
 test-fast: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+# The slower tier left out of `make test`: the course built against the system MPI (root:
+# installs Debian's MPICH; builds mpi4py from source in .venv-system, minutes).
+test-system-mpi: setup
+	$(PY) -m pytest -m system_mpi tests/mpi/test_system_mpi.py $(PYTEST_ARGS)
 
 # ruff on the Python and the notebooks; the C (kernels and grading C) built with -Werror.
 lint: setup
@@ -156,6 +187,16 @@ browser:
 		--no-install-recommends chromium >/dev/null; }; } \
 		|| echo "browser: chromium not installed (needs root and apt-get); browser tests skip"
 
+# Debian's MPICH as the system MPI (for MPI=system where no site MPI is loaded); needs root.
+SYSTEM_MPI_PKGS = mpich libmpich-dev
+system-mpi:
+	@if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends $(SYSTEM_MPI_PKGS) >/dev/null; } \
+	  || { echo "system-mpi: apt-get could not install $(SYSTEM_MPI_PKGS)"; exit 1; }; \
+	else echo "system-mpi: needs root and apt-get (apt-get install $(SYSTEM_MPI_PKGS))"; exit 1; fi
+
 clean:
 	$(MAKE) -C kernels_c clean
-	rm -rf build *.egg-info .pytest_cache
+	rm -rf build kernels_c/build-system *.egg-info .pytest_cache

@@ -42,6 +42,7 @@ def c_library() -> Path:
             "-C",
             str(ckernels.KERNELS_DIR),
             f"MPICC={environment.mpicc()}",
+            f"BUILD={ckernels.KERNELS_BUILD.name}",
         ],
         check=True,
         capture_output=True,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -22,6 +23,7 @@ from ..errors import PingPongLabError
 from ..mpi import environment, jobs, link, measure
 from ..mpi.processes import run_group
 from ..mpi.settings import TRANSPORTS, SweepSettings
+from ..progress import bar
 
 DEFAULT_TIMEOUT_S = 1800
 
@@ -209,21 +211,35 @@ def launch_sweep(
         return _fail("interrupted; the emulated link was removed")
 
 
+SIZE_DONE = re.compile(r"^\[\s*(\d+)/(\d+)\]")
+"""A progress line of the sweep job: "[ 3/27] ..." (measure._print_progress)."""
+
+
 def _run_job(cmd, env, timeout_s: float) -> int:
-    """Run an mpiexec job in its own process group; forward its stdout; never leave it behind."""
+    """Run an mpiexec job in its own process group; forward its stdout; never leave it behind.
+
+    The job's "[k/n]" lines also move a progress bar on stderr (only at a terminal).
+    """
     forward = True
+    sizes = bar(desc="sweep", total=0, leave=False)
 
     def echo(line: str) -> None:
         nonlocal forward
+        done = SIZE_DONE.match(line)
+        if done:
+            sizes.total = int(done.group(2))
+            sizes.update(int(done.group(1)) - sizes.n)
         if forward:
             try:
-                print(line, end="", flush=True)
+                sizes.write(line, end="", file=sys.stdout)
+                sys.stdout.flush()
             except BrokenPipeError:  # e.g. piped into `head`: keep measuring, stop echoing
                 forward = False
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
     try:
-        proc = run_group(cmd, timeout_s, env=env, on_line=echo)
+        with sizes:
+            proc = run_group(cmd, timeout_s, env=env, on_line=echo)
     except subprocess.TimeoutExpired:
         return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
     except KeyboardInterrupt:

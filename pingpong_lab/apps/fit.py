@@ -5,7 +5,11 @@ Usage::
     pingpong-lab fit results.csv [--piecewise] [--json] [--ols] [--column t_median_s]
     python -m pingpong_lab fit results.csv ...
 
-The fit is weighted by relative error unless ``--ols`` is given. Errors are reported as one line
+The fit is weighted by relative error unless ``--ols`` is given. An implausible fit
+(``analysis.model.fit_problems``: alpha or beta not positive, R^2 below ``model.MIN_R2``, a
+piecewise segment with alpha or beta not positive) is printed under a warning that says why,
+apart from the headline lines; ``--json`` carries ``plausible``, ``problems`` and, with
+``--piecewise``, ``segment_problems``. Errors are reported as one line
 on stderr (``pingpong-lab fit: error: ...``) with exit status 2.
 """
 
@@ -58,10 +62,16 @@ def _segment(fit: model.LinearFit, lo: int, hi: int) -> dict:
     return d
 
 
+def _warning(title: str, problems: list[str]) -> list[str]:
+    return [f"WARNING: {title} (not quoted as results), because:"] + [f"  - {p}" for p in problems]
+
+
 def _text(result: dict, fit: model.LinearFit) -> str:
     lines = [
         f"file:       {result['file']} (column {result['column']}, {result['n_points']} rows)",
         f"method:     {'weighted (relative error)' if fit.method == 'weighted' else 'OLS'}",
+    ]
+    numbers = [
         f"alpha:      {format_number(fit.alpha_s)} s ({format_number(fit.alpha_s * 1e6)} us)",
         f"beta:       {format_number(fit.beta_s_per_byte)} s/byte",
         f"bandwidth:  {format_number(fit.bandwidth_Bps)} B/s"
@@ -70,20 +80,29 @@ def _text(result: dict, fit: model.LinearFit) -> str:
         f"R^2:        {format_number(fit.r2, '.6f')}",
         f"n_1/2:      {format_number(fit.n_half_bytes, '.4g')} bytes",
     ]
-    if fit.alpha_s <= 0:
-        lines.append("warning:    alpha <= 0 is unphysical; an OLS fit is dominated by large sizes")
+    if result["problems"]:
+        lines += _warning("implausible fit", result["problems"])
+        lines += ["implausible fit, for diagnosis only:"] + [f"  {n}" for n in numbers]
+    else:
+        lines += numbers
     if "breakpoint_bytes" in result:
         better = "yes" if result["two_segments_better"] else "no"
         lines.append(
             f"breakpoint: {result['breakpoint_bytes']} bytes (two segments better: {better}; "
             f"BIC {result['bic_one']:.1f} -> {result['bic_two']:.1f})"
         )
-        for name, seg in zip(("below", "from"), result["segments"], strict=True):
+        if result["segment_problems"]:
+            lines += _warning("implausible segments", result["segment_problems"])
+        flagged = {p.split(" segment:")[0] for p in result["segment_problems"]}
+        for name, segment, seg in zip(
+            ("below", "from"), ("lower", "upper"), result["segments"], strict=True
+        ):
             lines.append(
                 f"  {name:5s} {result['breakpoint_bytes']}: "
                 f"alpha {format_number(seg['alpha_s'])} s, "
                 f"beta {format_number(seg['beta_s_per_byte'])} s/byte, "
                 f"bandwidth {format_number(seg['bandwidth_GiBps'])} GiB/s"
+                + (" (implausible)" if segment in flagged else "")
             )
     return "\n".join(lines)
 
@@ -94,6 +113,8 @@ def run(args: argparse.Namespace) -> tuple[dict, model.LinearFit]:
     fit = model.fit_linear(nbytes, t, weighted=not args.ols)
     result = {"file": str(args.csv), "column": args.column}
     result.update(fit.as_dict())
+    result["problems"] = model.fit_problems(fit)
+    result["plausible"] = not result["problems"]
     if args.piecewise:
         pw = model.fit_piecewise(nbytes, t, weighted=not args.ols)
         sizes = sorted(set(int(b) for b in nbytes))
@@ -104,6 +125,7 @@ def run(args: argparse.Namespace) -> tuple[dict, model.LinearFit]:
             criterion=pw.criterion,
             bic_one=pw.bic_one,
             bic_two=pw.bic_two,
+            segment_problems=model.fit_problems(pw),
             segments=[
                 _segment(pw.lower, sizes[0], below[-1]),
                 _segment(pw.upper, pw.breakpoint_bytes, sizes[-1]),

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..mpi.ckernels import KERNELS_DIR
+from ..mpi.ckernels import KERNELS_BUILD
 from ..mpi.processes import run_group
 
-HW_FLOOR = KERNELS_DIR / "build" / "hw_floor"
+HW_FLOOR = KERNELS_BUILD / "hw_floor"
 TIMEOUT_S = 30.0
 
 

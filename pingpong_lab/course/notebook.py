@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import numpy as np
 
+from ..data import schema
 from ..engines.shipping import ship, unship
+from ..progress import bar
 from . import grading
 from .grading.fakempi import SEND_KINDS
 from .grading.mode import ENGINE_TIMEOUT_S
@@ -164,15 +167,42 @@ def run_pickle_pingpong(cluster, fn, obj, iters=2, timeout=ENGINE_TIMEOUT_S):
     return cluster.run(_pickle_pingpong_on_engine, ship(fn), obj, iters, timeout=timeout)[0]
 
 
-def pickle_vs_buffer(cluster, sizes, reps=200, timeout=120):
-    """Median one-way time of the buffer (Send/Recv) and pickle (send/recv) kernels per size."""
+def _each_size(sizes, desc, timeout, measure_one) -> list:
+    """measure_one(size, seconds_left) for every size, with a progress bar, under one deadline.
+
+    Each size is one call on the engines, so the bar moves as sizes finish; a size gets the
+    time the whole sweep has left (at least a second).
+    """
+    deadline = time.monotonic() + float(timeout)
+    return [
+        measure_one(n, max(1.0, deadline - time.monotonic())) for n in bar(sizes, desc, leave=False)
+    ]
+
+
+def _engine_sweep(cluster, settings, timeout, desc):
+    """measure.sweep_rows of `settings` on the engines one size at a time: rank 0's rows."""
+    from dataclasses import replace
+
     from ..mpi import measure
+
+    def one(n, left):
+        rows, _ = cluster.run(measure.sweep_rows, replace(settings, sizes=[n]), timeout=left)[0]
+        return rows[0]
+
+    return _each_size(settings.sizes, desc, timeout, one)
+
+
+def pickle_vs_buffer(cluster, sizes, reps=200, timeout=120):
+    """Median one-way time of the buffer (Send/Recv) and pickle (send/recv) kernels per size.
+
+    `timeout` (seconds) is for each kernel's sweep.
+    """
     from ..mpi.settings import SweepSettings
 
     table = []
     for mode in ("blocking", "pickle"):
         settings = SweepSettings(kind="python", mode=mode, sizes=sizes, reps=reps)
-        rows, _ = cluster.run(measure.sweep_rows, settings, timeout=timeout)[0]
+        rows = _engine_sweep(cluster, settings, timeout, f"python {mode}")
         table.append({r.nbytes: r.t_median_s for r in rows})
     return [
         {
@@ -233,18 +263,25 @@ def student_sweep(
     """Measure every size with the learner's own time_pingpong and choose_reps on the engines.
 
     Returns rank 0's rows [{nbytes, reps, t_s}] (t_s is the one-way time, half a round trip).
+    `timeout` (seconds) is for the whole sweep.
     """
-    results = cluster.run(
-        _student_sweep_on_engine,
+    functions = (
         ship(time_pingpong),
         ship(choose_reps) if choose_reps is not None else None,
         ship(pingpong),
-        [int(s) for s in sizes],
-        float(target_s),
-        int(calibration_reps),
-        timeout=timeout,
     )
-    return results[0]
+
+    def one(n, left):
+        return cluster.run(
+            _student_sweep_on_engine,
+            *functions,
+            [int(n)],
+            float(target_s),
+            int(calibration_reps),
+            timeout=left,
+        )[0][0]
+
+    return _each_size(sizes, "your sweep", timeout, one)
 
 
 def _reference_time_on_engine(nbytes, reps):
@@ -268,11 +305,12 @@ def reference_time(cluster, nbytes, reps=200, timeout=ENGINE_TIMEOUT_S) -> float
 def kernel_sweep(
     cluster, kind, mode, sizes, reps=None, target_s=0.05, timeout=300, shared_buffer=False
 ):
-    """measure.sweep_rows on the engines; rank 0's rows as dicts (one-way times).
+    """measure.sweep_rows on the engines; rank 0's rows as dicts (one-way times), with the
+    run's kernel, mode and ranks in their columns (data.schema.RUN_COLUMNS).
 
     shared_buffer=True: one buffer per rank, the answering rank echoes the received bytes.
+    `timeout` (seconds) is for the whole sweep.
     """
-    from ..mpi import measure
     from ..mpi.settings import SweepSettings
 
     settings = SweepSettings(
@@ -283,8 +321,9 @@ def kernel_sweep(
         target_s=target_s,
         shared_buffer=shared_buffer,
     )
-    rows, _ = cluster.run(measure.sweep_rows, settings, timeout=timeout)[0]
-    return [row.to_dict() for row in rows]
+    rows = _engine_sweep(cluster, settings, timeout, f"{kind} {mode}")
+    run = schema.run_values({"kernel": kind, "mode": mode, "ranks": getattr(cluster, "n", None)})
+    return [{**row.to_dict(), **run} for row in rows]
 
 
 grading.seal(sys.modules[__name__])

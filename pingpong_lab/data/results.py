@@ -1,6 +1,8 @@
 """The one reader and writer of results files: CSV rows + a JSON sidecar + raw samples.
 
-    results.csv               one row per message size, the columns of data.schema.SweepRow
+    results.csv               one row per message size, the columns of data.schema.SweepRow,
+                              the last ones (kernel, mode, ranks, transport, link) say what
+                              was run: taken from the provenance, the same on every row
     results.csv.json          provenance (mpi.environment.provenance): MPI library, hosts,
                               rank -> host/core, kernel, sizes, repetitions, timer resolution,
                               transport settings, date; and the CSV's "columns" and "units"
@@ -13,6 +15,7 @@ Files are written to a temporary name and renamed, so a crash never leaves half 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -21,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import schema
-from .schema import SweepRow
+from .schema import RUN_COLUMNS, SweepRow
 
 __all__ = [
     "check_writable",
@@ -84,6 +87,7 @@ def write_results(
     if not rows:
         raise ValueError("no rows to write")
     rows = [r if isinstance(r, SweepRow) else SweepRow.from_dict(r) for r in rows]
+    rows = [_with_run_values(r, info) for r in rows]
     row_type = type(rows[0])
     if any(type(r) is not row_type for r in rows):
         raise ValueError("rows of one file must all have the same columns")
@@ -106,6 +110,17 @@ def write_results(
     return path
 
 
+def _with_run_values(row: SweepRow, info: dict) -> SweepRow:
+    """`row` with each run column (schema.RUN_COLUMNS) still at its default taken from `info`."""
+    defaults = {f.name: f.default for f in dataclasses.fields(SweepRow)}
+    fill = {
+        name: value
+        for name, value in schema.run_values(info).items()
+        if getattr(row, name) == defaults[name]
+    }
+    return dataclasses.replace(row, **fill) if fill else row
+
+
 def _is_data(line: str) -> bool:
     return bool(line.strip()) and not line.lstrip().startswith("#")
 
@@ -113,13 +128,19 @@ def _is_data(line: str) -> bool:
 def read_results(path) -> tuple[list[dict], dict]:
     """Rows as dicts of every column in the file (numbers parsed) and the sidecar ({} if none).
 
-    Comment and blank lines are skipped. A missing file raises FileNotFoundError.
+    Comment and blank lines are skipped. A file written before the run columns existed
+    (schema.RUN_COLUMNS) gets them from its sidecar, or their defaults, so old and new files
+    concatenate into one table. A missing file raises FileNotFoundError.
     """
     path = Path(path)
     with open(path, newline="", encoding="utf-8") as f:
         lines = [ln for ln in f if _is_data(ln)]
+    info = read_sidecar(path)
+    run = {f.name: f.default for f in dataclasses.fields(SweepRow) if f.name in RUN_COLUMNS}
+    run.update(schema.run_values(info))
     rows = [{k: _number(v) for k, v in rec.items()} for rec in csv.DictReader(lines)]
-    return rows, read_sidecar(path)
+    rows = [{**row, **{k: v for k, v in run.items() if k not in row}} for row in rows]
+    return rows, info
 
 
 def read_sidecar(path) -> dict:

@@ -6,6 +6,10 @@ attribute, for code that handles rows as dicts or tables: ``row[COL.t_median_s]`
 mistyped column fails loudly instead of reading nothing). To add a column, add a field here and
 fill it where rows are made (`analysis.stats.summary_row`); writers, readers and the sidecar
 follow. Times are one-way (half a round trip), the per-iteration maximum over ranks.
+
+The last columns, `RUN_COLUMNS` (kernel, mode, ranks, transport, link), say what was run; they
+are the same on every row of a file and come from its provenance (`run_values`), so the CSVs
+of several runs concatenate into one tidy table (one row per run and size).
 """
 
 from __future__ import annotations
@@ -18,7 +22,16 @@ import operator
 import typing
 from dataclasses import dataclass, field
 
-__all__ = ["COL", "COLUMNS", "UNITS", "SweepRow", "columns", "units"]
+__all__ = [
+    "COL",
+    "COLUMNS",
+    "RUN_COLUMNS",
+    "UNITS",
+    "SweepRow",
+    "columns",
+    "run_values",
+    "units",
+]
 
 
 def _column(unit: str, doc: str, default=dataclasses.MISSING):
@@ -48,6 +61,12 @@ class SweepRow:
     rounds: int = _column("1", "measuring rounds", 1)
     stop_reason: str = _column("", "ci, budget or fixed", "")
     timer_resolution_s: float = _column("s", "measured MPI_Wtime resolution", math.nan)
+    # what was run: the same on every row of a file, so that files concatenate into one table
+    kernel: str = _column("", "c or python (or synthetic)", "")
+    mode: str = _column("", "blocking, nonblocking, pairwise, pickle, ...", "")
+    ranks: int = _column("1", "MPI ranks of the run (0: not recorded)", 0)
+    transport: str = _column("", "default, or tcp when forced", "default")
+    link: str = _column("", "emulated link between the ranks, none when not emulated", "none")
 
     def __post_init__(self):
         for name, kind in _kinds(type(self)).items():
@@ -120,3 +139,20 @@ COLUMNS = columns(SweepRow)
 UNITS = units(SweepRow)
 COL = collections.namedtuple("Columns", COLUMNS)(*COLUMNS)
 """Column names by attribute: ``COL.t_median_s == "t_median_s"``."""
+
+RUN_COLUMNS = ("kernel", "mode", "ranks", "transport", "link")
+"""The columns that say what was run (the same on every row of a file)."""
+
+
+def run_values(info: typing.Mapping) -> dict:
+    """{run column: value} from a provenance dict (a sidecar); absent keys are left out.
+
+    The provenance keys have the columns' names ("kernel", "mode", "ranks", "transport",
+    "link"); a value is converted to its column's type (ValueError naming the column).
+    """
+    kinds = _kinds(SweepRow)
+    return {
+        name: _convert(name, kinds[name], info[name])
+        for name in RUN_COLUMNS
+        if info.get(name) is not None
+    }

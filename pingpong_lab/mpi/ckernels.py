@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,23 @@ from . import environment
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 KERNELS_DIR = PACKAGE_ROOT / "kernels_c"
-DEFAULT_LIBRARY = KERNELS_DIR / "build" / "libpingpong.so"
+
+
+def kernels_build_dir() -> Path:
+    """Where `make kernels` put the kernels for this Python environment's MPI.
+
+    kernels_c/build, or for an environment made with `make MPI=system` the folder its
+    pingpong-lab-kernels file names (kernels_c/build-system): kernels built against the
+    wheel's MPI and against the system's live side by side.
+    """
+    marker = Path(sys.prefix) / "pingpong-lab-kernels"
+    if marker.is_file():
+        return KERNELS_DIR / marker.read_text(encoding="utf-8").strip()
+    return KERNELS_DIR / "build"
+
+
+KERNELS_BUILD = kernels_build_dir()
+DEFAULT_LIBRARY = KERNELS_BUILD / "libpingpong.so"
 
 SHARED_BUFFER = 1  # flags, as in pp_util.h
 CORRUPT_ECHO = 2

@@ -199,13 +199,59 @@ def cpu_model() -> str:
     return f"unknown model ({arch or 'unknown architecture'})"
 
 
+def loaded_mpi_library() -> str:
+    """Path of the libmpi this process has loaded ('' when none, or not Linux)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            paths = {line.split()[-1] for line in f if "/libmpi" in line}
+    except OSError:
+        return ""
+    # libmpi.so.12 (MPICH wheel, Intel), libmpich.so.12 (Debian), libmpi.so.40 (Open MPI),
+    # libmpi_cray.so.12; not the language bindings (libmpifort, libmpicxx)
+    libs = sorted(p for p in paths if Path(p).name.startswith(("libmpi.", "libmpi_", "libmpich.")))
+    return libs[0] if libs else ""
+
+
+def mpi_source(library: str, prefix: str | None = None, conda_prefix: str | None = None) -> str:
+    """Where a libmpi path comes from: "wheel" (a PyPI MPI inside this Python's environment),
+    "conda" (the active conda env) or "system" (anything else: a site module, Debian's MPI).
+    "" when the library is unknown."""
+    if not library:
+        return ""
+    lib = Path(library).resolve()
+    conda = conda_prefix if conda_prefix is not None else os.environ.get("CONDA_PREFIX", "")
+    if conda and lib.is_relative_to(Path(conda).resolve()):
+        return "conda"
+    if lib.is_relative_to(Path(prefix or sys.prefix).resolve()):
+        return "wheel"
+    return "system"
+
+
+def which_mpi() -> dict:
+    """Which MPI this process runs on: mpi_source (wheel, conda or system), mpi_library_path
+    (the loaded libmpi) and mpiexec_path (the launcher found as `mpiexec()` finds it).
+
+    Call after mpi4py.MPI is imported (the library is then loaded)."""
+    library = loaded_mpi_library()
+    try:
+        launcher = mpiexec()
+    except MPINotFoundError:
+        launcher = ""
+    return {
+        "mpi_source": mpi_source(library),
+        "mpi_library_path": library,
+        "mpiexec_path": launcher,
+    }
+
+
 def machine() -> dict:
     """This machine: host, CPU model, cores, memory, OS, Python and, when mpi4py imports, MPI.
 
     Keys: host, cpu, cores_usable (affinity cut to the cgroup CPU quota, see cpu_count),
     cores_logical, memory_gib, os,
     platform, python; with mpi4py also mpi_vendor ('MPICH 4.2.0'), mpi_standard ('4.1'),
-    mpi_library_version (MPI_Get_library_version) and mpi4py (its version).
+    mpi_library_version (MPI_Get_library_version), mpi4py (its version) and which_mpi()'s
+    mpi_source, mpi_library_path and mpiexec_path.
     """
     import psutil
 
@@ -230,6 +276,7 @@ def machine() -> dict:
         mpi_standard="{}.{}".format(*MPI.Get_version()),
         mpi_library_version=MPI.Get_library_version().strip(),
         mpi4py=mpi4py.__version__,
+        **which_mpi(),
     )
     return info
 
@@ -271,6 +318,9 @@ def provenance(comm, **fields) -> dict:
         "mpi_library_version": here["mpi_library_version"],
         "mpi_vendor": here["mpi_vendor"],
         "mpi_standard": here["mpi_standard"],
+        "mpi_source": here["mpi_source"],
+        "mpi_library_path": here["mpi_library_path"],
+        "mpiexec_path": here["mpiexec_path"],
         "mpi4py_version": here["mpi4py"],
         "python": here["python"],
         "platform": here["platform"],

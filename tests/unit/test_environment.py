@@ -20,7 +20,15 @@ BASE_KEYS = {
     "platform",
     "python",
 }
-MPI_KEYS = {"mpi_vendor", "mpi_standard", "mpi_library_version", "mpi4py"}
+MPI_KEYS = {
+    "mpi_vendor",
+    "mpi_standard",
+    "mpi_library_version",
+    "mpi4py",
+    "mpi_source",
+    "mpi_library_path",
+    "mpiexec_path",
+}
 
 
 def test_cpu_model_is_the_model_name_from_proc_cpuinfo():
@@ -105,6 +113,23 @@ def test_machine_describes_this_machine_and_its_mpi():
     assert m["memory_gib"] > 0
     assert m["python"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
     assert m["mpi_vendor"] and m["mpi_standard"].count(".") == 1
+    # the libmpi mpi4py loaded, and where it comes from
+    assert os.path.basename(m["mpi_library_path"]).startswith("libmpi")
+    assert m["mpi_source"] == environment.mpi_source(m["mpi_library_path"])
+
+
+@pytest.mark.parametrize(
+    "library,source",
+    [
+        ("/env/lib/libmpi.so.12", "wheel"),
+        ("/conda/lib/libmpi.so.40", "conda"),
+        ("/usr/lib/x86_64-linux-gnu/libmpich.so.12", "system"),
+        ("/opt/cray/pe/lib64/libmpi_cray.so.12", "system"),
+        ("", ""),
+    ],
+)
+def test_mpi_source_says_wheel_conda_or_system_by_where_libmpi_lives(library, source):
+    assert environment.mpi_source(library, prefix="/env", conda_prefix="/conda") == source
 
 
 def test_machine_without_mpi4py_leaves_the_mpi_out(monkeypatch):

@@ -88,10 +88,38 @@ def test_column_option_fits_another_time_column(capsys, line_csv):
 def test_negative_ols_alpha_is_flagged_and_json_stays_valid(capsys, tmp_path):
     sweep = synthetic_sweep(ALPHA, BETA, sizes=2 ** np.arange(27), noise="gaussian", reps=1, seed=1)
     path = write_sweep_csv(sweep, tmp_path / "neg.csv")
-    _, out, _ = _run(capsys, path, "--ols")
-    assert "warning:    alpha <= 0 is unphysical" in out
+    code, out, _ = _run(capsys, path, "--ols")
+    assert code == 0
+    assert "WARNING: implausible fit (not quoted as results), because:" in out
+    assert "  - alpha = -" in out and "plain least-squares" in out
+    # the numbers stay for diagnosis, indented under the warning, never as headline lines
+    assert "implausible fit, for diagnosis only:" in out
+    assert not any(line.startswith(("alpha:", "bandwidth:")) for line in out.splitlines())
     _, out, _ = _run(capsys, path, "--ols", "--json")
-    assert json.loads(out)["n_half_bytes"] is None  # NaN becomes null, not invalid JSON
+    result = json.loads(out)
+    assert result["n_half_bytes"] is None  # NaN becomes null, not invalid JSON
+    assert result["plausible"] is False and result["problems"][0].startswith("alpha = -")
+
+
+def test_a_plausible_fit_carries_no_warning(capsys, line_csv, jump_csv):
+    _, out, _ = _run(capsys, line_csv)
+    assert "WARNING" not in out and "alpha:      " in out
+    _, out, _ = _run(capsys, jump_csv, "--piecewise", "--json")
+    result = json.loads(out)
+    assert result["plausible"] is True and result["problems"] == []
+    assert result["segment_problems"] == []
+
+
+def test_an_implausible_segment_is_flagged_under_the_breakpoint(capsys, tmp_path):
+    sweep = synthetic_sweep(ALPHA, BETA, breakpoint=65536, beta2=4 * BETA, noise="gaussian")
+    path = write_sweep_csv(sweep, tmp_path / "steeper.csv")
+    _, out, _ = _run(capsys, path, "--piecewise")
+    assert "WARNING: implausible segments" in out
+    assert "  - upper segment: alpha = -" in out
+    flagged = [line for line in out.splitlines() if line.endswith("(implausible)")]
+    assert len(flagged) == 1 and flagged[0].startswith("  from ")
+    _, out, _ = _run(capsys, path, "--piecewise", "--json")
+    assert json.loads(out)["segment_problems"][0].startswith("upper segment: alpha = -")
 
 
 @pytest.mark.parametrize(

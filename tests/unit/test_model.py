@@ -214,3 +214,66 @@ def test_load_sweep_csv_reports_a_missing_file_or_a_directory(tmp_path):
         model.load_sweep_csv(tmp_path / "missing.csv")
     with pytest.raises(ValueError, match="not a file"):
         model.load_sweep_csv(tmp_path)
+
+
+# -- plausibility: which fits are not quoted as results ------------------------------------------
+def _fit(sweep, weighted=True):
+    return model.fit_linear(sweep.nbytes, sweep.medians, weighted=weighted)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_clean_noisy_sweep_with_a_protocol_jump_raises_no_plausibility_flag(seed):
+    sweep = synthetic_sweep(
+        ALPHA, BETA, noise="gaussian", reps=30, seed=seed, breakpoint=65536, alpha2=20e-6
+    )
+    assert model.fit_problems(_fit(sweep)) == []
+    assert model.fit_problems(model.fit_piecewise(sweep.nbytes, sweep.medians)) == []
+
+
+def test_a_segment_of_latency_only_sizes_has_no_bandwidth_to_quote():
+    # one straight line: the best split leaves a few tiny sizes below, whose slope is noise
+    sweep = synthetic_sweep(ALPHA, BETA, noise="gaussian", seed=0)
+    assert model.fit_problems(_fit(sweep)) == []
+    pw = model.fit_piecewise(sweep.nbytes, sweep.medians)
+    assert [p.split(":")[0] for p in model.fit_problems(pw)] == ["lower segment"]
+
+
+def test_a_negative_alpha_is_flagged_and_the_ols_fit_is_named_as_the_cause():
+    sweep = synthetic_sweep(ALPHA, BETA, sizes=2 ** np.arange(27), noise="gaussian", reps=1, seed=1)
+    (problem,) = model.fit_problems(_fit(sweep, weighted=False))
+    assert problem.startswith("alpha = -") and "not positive" in problem
+    assert "plain least-squares" in problem
+
+
+def test_a_non_positive_beta_is_flagged_as_no_bandwidth():
+    # 1 ms latency, sizes up to 1 KiB: the transfer time is far below the 5 % noise
+    sweep = synthetic_sweep(1e-3, 1e-15, sizes=2 ** np.arange(11), noise="gaussian", seed=4, reps=5)
+    fit = _fit(sweep)
+    assert fit.beta_s_per_byte <= 0
+    problems = model.fit_problems(fit)
+    assert any(p.startswith("beta = -") and "no bandwidth" in p for p in problems)
+
+
+def test_a_low_r2_is_flagged_even_when_alpha_and_beta_are_positive():
+    sweep = synthetic_sweep(
+        1e-6, 1e-9, sizes=2 ** np.arange(8), noise="gaussian", rel_noise=0.3, seed=0, reps=3
+    )
+    fit = _fit(sweep)
+    assert fit.alpha_s > 0 and fit.beta_s_per_byte > 0 and fit.r2 < model.MIN_R2
+    (problem,) = model.fit_problems(fit)
+    assert problem.startswith("R^2 = ") and f"below {model.MIN_R2:g}" in problem
+    assert model.fit_problems(fit, min_r2=0.0) == []  # the threshold is the one rule
+
+
+def test_a_piecewise_segment_with_negative_alpha_is_flagged_by_name():
+    # from 64 KiB on the line is 4x steeper: continuous there, so it crosses zero below
+    sweep = synthetic_sweep(ALPHA, BETA, breakpoint=65536, beta2=4 * BETA, noise="gaussian")
+    assert sweep.truth["alpha2_s"] < 0
+    pw = model.fit_piecewise(sweep.nbytes, sweep.medians)
+    (problem,) = model.fit_problems(pw)
+    assert problem.startswith("upper segment: alpha = -")
+
+
+def test_fit_problems_refuses_what_is_not_a_fit():
+    with pytest.raises(TypeError, match="LinearFit or PiecewiseFit"):
+        model.fit_problems({"alpha_s": 1.0})

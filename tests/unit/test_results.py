@@ -7,6 +7,7 @@ what the report reads and in what notebooks load, with no other change.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -72,7 +73,8 @@ def test_write_then_read_gives_back_every_value_exactly(tmp_path):
     text = path.read_text().splitlines()
     assert text[0] == "# x" and text[1] == ",".join(COLUMNS)
     back, info = results.read_results(path)
-    assert [SweepRow.from_dict(r) for r in back] == rows  # floats written with repr
+    written = [dataclasses.replace(r, kernel="c") for r in rows]  # the run's kernel, from info
+    assert [SweepRow.from_dict(r) for r in back] == written  # floats written with repr
     assert info["kernel"] == "c" and info["columns"] == list(COLUMNS)
     assert info["units"] == schema.UNITS and info["samples_file"] == "r.samples.npz"
     samples = results.read_samples(results.samples_path(path))
@@ -133,7 +135,8 @@ def test_a_new_column_reaches_the_csv_the_sidecar_the_report_and_the_notebooks(t
     assert report.load_sweep(path).col("t_p50_s").tolist() == [3e-6] * 3
     nbytes, t = model.load_sweep_csv(path, column="t_p50_s")  # what notebooks call
     assert nbytes.tolist() == [8, 64, 512] and t.tolist() == [3e-6] * 3
-    assert [WithP50.from_dict(r) for r in results.read_results(path)[0]] == rows
+    written = [dataclasses.replace(r, kernel="c") for r in rows]
+    assert [WithP50.from_dict(r) for r in results.read_results(path)[0]] == written
 
 
 def test_rows_of_different_schemas_do_not_mix_in_one_file(tmp_path):
@@ -148,8 +151,52 @@ def test_read_table_keeps_text_columns_and_skips_comments(tmp_path):
     assert table["nbytes"].tolist() == [8.0, 16.0] and lines.tolist() == [4, 6]
     assert table["stop_reason"].tolist() == ["ci", "budget"]
     rows, info = results.read_results(path)
-    assert rows == [{"nbytes": 8, "stop_reason": "ci"}, {"nbytes": 16, "stop_reason": "budget"}]
+    run = {"kernel": "", "mode": "", "ranks": 0, "transport": "default", "link": "none"}
+    assert rows == [
+        {**run, "nbytes": 8, "stop_reason": "ci"},
+        {**run, "nbytes": 16, "stop_reason": "budget"},
+    ]
     assert info == {}
+
+
+RUN = {"kernel": "c", "mode": "nonblocking", "ranks": 4, "transport": "tcp", "link": "10GbE"}
+
+
+def test_the_run_columns_come_from_the_provenance_so_files_concatenate(tmp_path):
+    a = results.write_results(tmp_path / "a.csv", _rows(), {**RUN, "date": "today"})
+    b = results.write_results(tmp_path / "b.csv", _rows(), {"kernel": "python", "ranks": 2})
+    header = a.read_text().splitlines()[0].split(",")
+    assert header[-5:] == list(schema.RUN_COLUMNS)
+    rows = results.read_results(a)[0] + results.read_results(b)[0]
+    assert {tuple(r) for r in rows} == {COLUMNS}  # one table: every row has every column
+    assert {r["kernel"] for r in rows} == {"c", "python"}
+    assert [r["link"] for r in rows] == ["10GbE"] * 3 + ["none"] * 3  # none: not emulated
+    assert [r["transport"] for r in rows] == ["tcp"] * 3 + ["default"] * 3
+    table = results.read_table(a)[0]
+    assert table["ranks"].tolist() == [4.0] * 3 and table["mode"].tolist() == ["nonblocking"] * 3
+
+
+def test_a_row_that_names_its_run_keeps_it(tmp_path):
+    rows = [dataclasses.replace(r, kernel="python", ranks=8) for r in _rows()]
+    path = results.write_results(tmp_path / "r.csv", rows, RUN)
+    back = results.read_results(path)[0]
+    assert {(r["kernel"], r["ranks"], r["mode"]) for r in back} == {("python", 8, "nonblocking")}
+
+
+def test_an_old_file_without_run_columns_gets_them_from_its_sidecar(tmp_path):
+    path = results.write_results(tmp_path / "old.csv", _rows(), RUN)
+    lines = path.read_text().splitlines()
+    cut = len(lines[0].split(",")) - len(schema.RUN_COLUMNS)
+    path.write_text("\n".join(",".join(ln.split(",")[:cut]) for ln in lines) + "\n")
+    assert "kernel" not in path.read_text().splitlines()[0]
+    rows = results.read_results(path)[0]
+    assert all({k: r[k] for k in RUN} == RUN for r in rows)
+    assert [SweepRow.from_dict(r) for r in rows] == [dataclasses.replace(r, **RUN) for r in _rows()]
+
+
+def test_a_run_value_of_the_wrong_kind_is_refused_by_name():
+    with pytest.raises(ValueError, match="ranks: 'many' is not a whole number"):
+        schema.run_values({"ranks": "many"})
 
 
 def test_read_samples_reads_arrays_named_by_size(tmp_path):

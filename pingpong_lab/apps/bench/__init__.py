@@ -47,8 +47,9 @@ from ...data import results
 from ...data.jsonable import jsonable
 from ...data.schema import COL
 from ...mpi import environment, jobs
-from ...mpi.ckernels import DEFAULT_LIBRARY, KERNELS_DIR
+from ...mpi.ckernels import DEFAULT_LIBRARY, KERNELS_BUILD, KERNELS_DIR
 from ...mpi.processes import run_group
+from ...progress import bar, echo
 from .. import netpipe
 from ..hardware import HW_FLOOR, parse_hw_floor
 from .peers import (
@@ -74,7 +75,7 @@ __all__ += ["markdown_table", "parse_hw_floor", "parse_pp_table", "print_table"]
 
 
 def _log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+    echo(f"[bench {time.strftime('%H:%M:%S')}] {message}")
 
 
 # -- process helpers ---------------------------------------------------------------------------
@@ -129,7 +130,7 @@ class Bench:
                 start_s = time.perf_counter() - t0
                 self.raw["cluster_start_s"] = start_s
                 _log(f"engines up in {start_s:.1f} s; {self.rounds} interleaved rounds")
-                for r in range(self.rounds):
+                for r in bar(range(self.rounds), "bench", unit="round"):
                     self.raw["rounds"].append(self._round(r, cluster, spec, have_pp, have_floor))
             finally:
                 t0 = time.perf_counter()
@@ -387,6 +388,7 @@ def main(argv=None) -> int:
                 "-C",
                 str(KERNELS_DIR),
                 f"MPICC={environment.mpicc()}",
+                f"BUILD={KERNELS_BUILD.name}",
             ],
             check=False,
             capture_output=True,

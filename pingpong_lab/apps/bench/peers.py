@@ -11,7 +11,7 @@ import numpy as np
 from ...analysis import stats
 from ...data.schema import COL
 from ...mpi import environment, measure
-from ...mpi.ckernels import KERNELS_DIR
+from ...mpi.ckernels import KERNELS_BUILD
 
 KIB, MIB = 1 << 10, 1 << 20
 LAUNCH_SIZES = (8, 64 * KIB, MIB, 16 * MIB)
@@ -23,7 +23,7 @@ QUICK_PY_SIZES = (1, 1024, 64 * KIB)
 OSU_SIZE = MIB
 FULL_SWEEP = (1, 64 * MIB)
 QUICK_SWEEP = (1, 64 * KIB)
-PP_BLOCKING = KERNELS_DIR / "build" / "pp_blocking"
+PP_BLOCKING = KERNELS_BUILD / "pp_blocking"
 JOB_TIMEOUT_S = 300
 
 

@@ -121,10 +121,11 @@ def main(argv=None) -> int:
     total = time.perf_counter() - t0
     summary["meta"]["total_seconds"] = total
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    gap = "implausible (see summary.md)" if "fit_problems" in n else "n/a"
     log(
-        f"alpha {format_time(n.get('alpha_s'))}, "
-        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), bits=True)}, "
-        f"n_1/2 {format_bytes(n.get('n_half_bytes'))}, "
+        f"alpha {format_time(n.get('alpha_s'), gap)}, "
+        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), True, gap)}, "
+        f"n_1/2 {format_bytes(n.get('n_half_bytes'), gap)}, "
         f"breakpoint {format_bytes(n.get('breakpoint_bytes'))}, "
         f"Python/C {format_ratio(n.get('python_over_c_latency'))}, TCP/shm "
         f"{format_ratio(n.get('tcp_over_shm_latency'))}, contention "

@@ -27,6 +27,11 @@ def _fit(sw: Sweep) -> dict:
     return out
 
 
+def _warning(what: str, problems: list[str]) -> str:
+    """A report note: `what` is implausible, why, and that its numbers are left out."""
+    return f"WARNING: implausible {what}, left out of the headline: " + "; ".join(problems) + "."
+
+
 def _ratio_small(a: Sweep, b: Sweep) -> float:
     """Median over common sizes <= SMALL_MAX of b/a (median one-way times)."""
     ratios = [b.at(n) / a.at(n) for n in a.nbytes if n <= SMALL_MAX and a.at(n) > 0]
@@ -49,11 +54,16 @@ def analyse(sweeps: dict[str, Sweep]) -> dict:
     cb = sweeps.get("c_blocking")
     if cb is not None and "single" in s["fits"]["c_blocking"]:
         f = s["fits"]["c_blocking"]["single"]
-        num["alpha_s"] = f.alpha_s
-        num["beta_s_per_byte"] = f.beta_s_per_byte
-        num["bandwidth_Bps"] = f.bandwidth_Bps
-        num["n_half_bytes"] = f.n_half_bytes
-        num["r2"] = f.r2
+        problems = model.fit_problems(f)
+        if problems:
+            num["fit_problems"] = problems
+            s["notes"].append(_warning("single-line fit of the C blocking sweep", problems))
+        else:
+            num["alpha_s"] = f.alpha_s
+            num["beta_s_per_byte"] = f.beta_s_per_byte
+            num["bandwidth_Bps"] = f.bandwidth_Bps
+            num["n_half_bytes"] = f.n_half_bytes
+            num["r2"] = f.r2
         num["latency_smallest_s"] = float(cb.t[0])
         num["smallest_bytes"] = int(cb.nbytes[0])
         num["peak_bandwidth_Bps"] = float(np.nanmax(cb.nbytes / cb.t))
@@ -61,10 +71,15 @@ def analyse(sweeps: dict[str, Sweep]) -> dict:
         if pw is not None:
             num["breakpoint_bytes"] = pw.breakpoint_bytes
             num["two_segments_better"] = pw.two_segments_better
-            num["lower_alpha_s"] = pw.lower.alpha_s
-            num["upper_alpha_s"] = pw.upper.alpha_s
-            num["lower_bandwidth_Bps"] = pw.lower.bandwidth_Bps
-            num["upper_bandwidth_Bps"] = pw.upper.bandwidth_Bps
+            problems = model.fit_problems(pw)
+            if problems:
+                num["segment_problems"] = problems
+                s["notes"].append(_warning("piecewise segments of the C blocking sweep", problems))
+            else:
+                num["lower_alpha_s"] = pw.lower.alpha_s
+                num["upper_alpha_s"] = pw.upper.alpha_s
+                num["lower_bandwidth_Bps"] = pw.lower.bandwidth_Bps
+                num["upper_bandwidth_Bps"] = pw.upper.bandwidth_Bps
     pyb = sweeps.get("python_blocking")
     if cb is not None and pyb is not None:
         num["python_over_c_latency"] = _ratio_small(cb, pyb)
@@ -73,7 +88,7 @@ def analyse(sweeps: dict[str, Sweep]) -> dict:
             num["python_over_c_at_largest"] = pyb.at(n) / cb.at(n)
             num["python_over_c_largest_bytes"] = n
         fp = s["fits"].get("python_blocking", {}).get("single")
-        if fp is not None and "alpha_s" in num:
+        if fp is not None and "alpha_s" in num and not model.fit_problems(fp):
             num["python_alpha_s"] = fp.alpha_s
     cnb = sweeps.get("c_nonblocking")
     if cb is not None and cnb is not None:

@@ -23,7 +23,9 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         {
             "title": "Where and how",
             "text": [
-                f"Date: {prov.get('date', '?')}; MPI: {prov.get('mpi_vendor', '?')}; mpi4py "
+                f"Date: {prov.get('date', '?')}; MPI: {prov.get('mpi_vendor', '?')} "
+                f"({prov.get('mpi_source') or 'source not recorded'}: "
+                f"{prov.get('mpi_library_path') or '?'}); mpi4py "
                 f"{prov.get('mpi4py_version', '?')}; Python {prov.get('python', '?')}; hosts: "
                 f"{', '.join(prov.get('hosts', [])) or '?'}; platform {prov.get('platform', '?')}.",
                 f"Mode: {meta['mode']}. {meta.get('timing', '')}",
@@ -47,18 +49,20 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         }
     )
     head = [["quantity", "value"]]
+    fit_gap = "implausible fit (see the warning)" if "fit_problems" in n else "n/a"
+    seg_gap = "implausible (see the warning)" if "segment_problems" in n else "n/a"
     rows = [
-        ["alpha (latency, weighted fit, C blocking)", format_time(n.get("alpha_s"))],
+        ["alpha (latency, weighted fit, C blocking)", format_time(n.get("alpha_s"), fit_gap)],
         [
             "beta (inverse bandwidth)",
             f"{n['beta_s_per_byte']:.4g} s/B"
             if isinstance(n.get("beta_s_per_byte"), float)
-            else "n/a",
+            else fit_gap,
         ],
-        ["bandwidth 1/beta", format_bandwidth(n.get("bandwidth_Bps"), bits=True)],
+        ["bandwidth 1/beta", format_bandwidth(n.get("bandwidth_Bps"), True, fit_gap)],
         ["peak measured bandwidth", format_bandwidth(n.get("peak_bandwidth_Bps"), bits=True)],
-        ["n_1/2 = alpha/beta", format_bytes(n.get("n_half_bytes"))],
-        ["R^2 (weighted)", format_number(n.get("r2"), ".4f")],
+        ["n_1/2 = alpha/beta", format_bytes(n.get("n_half_bytes"), fit_gap)],
+        ["R^2 (weighted)", format_number(n.get("r2"), ".4f", fit_gap)],
         [
             f"measured latency at {format_bytes(n.get('smallest_bytes'))}",
             format_time(n.get("latency_smallest_s")),
@@ -78,13 +82,13 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         ],
         [
             "  lower segment alpha, bandwidth",
-            f"{format_time(n.get('lower_alpha_s'))}, "
-            f"{format_bandwidth(n.get('lower_bandwidth_Bps'), bits=True)}",
+            f"{format_time(n.get('lower_alpha_s'), seg_gap)}, "
+            f"{format_bandwidth(n.get('lower_bandwidth_Bps'), True, seg_gap)}",
         ],
         [
             "  upper segment alpha, bandwidth",
-            f"{format_time(n.get('upper_alpha_s'))}, "
-            f"{format_bandwidth(n.get('upper_bandwidth_Bps'), bits=True)}",
+            f"{format_time(n.get('upper_alpha_s'), seg_gap)}, "
+            f"{format_bandwidth(n.get('upper_bandwidth_Bps'), True, seg_gap)}",
         ],
         [
             f"Python overhead: Python/C latency (sizes <= {SMALL_MAX} B)",

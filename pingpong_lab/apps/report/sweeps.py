@@ -14,6 +14,7 @@ from ...data import results
 from ...data.schema import COL
 from ...mpi import measure
 from ...mpi.settings import SweepSettings
+from ...progress import bar, echo
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -86,7 +87,7 @@ QUICK = Plan(
 
 
 def log(message: str) -> None:
-    print(f"[report {time.strftime('%H:%M:%S')}] {message}", flush=True)
+    echo(f"[report {time.strftime('%H:%M:%S')}] {message}")
 
 
 def measure_all(data_dir: Path, np_: int, quick: bool) -> dict:
@@ -97,7 +98,7 @@ def measure_all(data_dir: Path, np_: int, quick: bool) -> dict:
     data_dir.mkdir(parents=True, exist_ok=True)
     runs = plan.runs(np_)
     times = {}
-    for k, (role, ranks, settings) in enumerate(runs, start=1):
+    for k, (role, ranks, settings) in enumerate(bar(runs, "report", unit="run"), start=1):
         out = data_dir / f"{role}.csv"
         log(f"({k}/{len(runs)}) {role}: {ranks} ranks, {settings.describe()}")
         t0 = time.perf_counter()
