@@ -134,12 +134,13 @@ class _Cluster:
         return [(rows, {}), None]
 
 
-def test_the_notebook_sweep_sends_one_settings_object_and_gets_dict_rows():
-    cluster = _Cluster()
+def test_the_notebook_sweep_sends_one_settings_object_per_size_and_gets_dict_rows():
+    cluster = _Cluster()  # one call per size, so that a progress bar can follow the sweep
     rows = notebook.kernel_sweep(cluster, "python", "blocking", [8, 64], reps=5)
-    (fn, (settings,)) = cluster.calls[0]
-    assert fn is measure.sweep_rows
-    assert settings == SweepSettings(
-        kind="python", mode="blocking", sizes=[8, 64], reps=5, target_s=0.05
-    )
+    assert len(cluster.calls) == 2
+    for (fn, (settings,)), size in zip(cluster.calls, [8, 64]):
+        assert fn is measure.sweep_rows
+        assert settings == SweepSettings(
+            kind="python", mode="blocking", sizes=[size], reps=5, target_s=0.05
+        )
     assert [r["nbytes"] for r in rows] == [8, 64] and rows[0]["t_median_s"] == 2e-6
