@@ -27,7 +27,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup sandbox kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers clean
+.PHONY: setup sandbox slurm kernels lab test test-fast lint release autograde solutions check-course report bench bench-peers clean
 
 setup: $(STAMP) kernels
 
@@ -50,7 +50,7 @@ lab: setup
 		$(if $(filter 0,$(shell id -u)),--allow-root) --no-browser
 
 # Everything: lint, then unit, MPI and course tiers (tests/unit, tests/mpi, tests/course).
-test: setup sandbox lint
+test: setup sandbox slurm lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
@@ -73,6 +73,21 @@ sandbox:
 		&& { apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; }; } \
 		|| echo "sandbox: bubblewrap not installed (needs root and apt-get); grading runs unisolated"
+
+# A single-node Slurm (Debian's slurm-wlm 22.05: slurmctld, slurmd, munge) for the `slurm` test
+# tier (tests/slurm), which starts its own daemons in a temporary directory and skips without
+# them. Installed with apt-get when root on Debian/Ubuntu; otherwise one line says why not.
+SLURM_PKGS = slurmctld slurmd slurm-client munge
+slurm:
+	@if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
+	    && command -v munged >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $(SLURM_PKGS) >/dev/null 2>&1 || { apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $(SLURM_PKGS) >/dev/null; }; } \
+	  || echo "slurm: slurm-wlm could not be installed; the slurm tests skip"; \
+	else echo "slurm: not installed (needs root: apt-get install $(SLURM_PKGS)); the slurm tests skip"; fi
 
 # JOBS students are graded at once (default: the cores); course/grades.csv sums it up.
 autograde: setup sandbox
