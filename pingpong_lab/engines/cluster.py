@@ -157,9 +157,14 @@ class MPICluster:
         sizes = {size for _, size in ranks}
         if sizes != {self.n}:
             self.stop()
+            why = (
+                "mpiexec and mpi4py are probably from different MPIs."
+                if self.launcher == "mpiexec"
+                else slurm_launch.WRONG_PLUGIN
+            )
             raise ClusterStartError(
                 f"expected one MPI job of {self.n} ranks but the engines see COMM_WORLD sizes "
-                f"{sorted(sizes)}: mpiexec and mpi4py are probably from different MPIs."
+                f"{sorted(sizes)}: {why}"
             )
         targets = list(self._view.targets)
         by_rank = sorted(zip((r for r, _ in ranks), targets))

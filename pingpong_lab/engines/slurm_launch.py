@@ -32,6 +32,11 @@ from pathlib import Path
 LAUNCHERS = ("mpiexec", "slurm", "srun", "sbatch")
 LAUNCHER_VARIABLE = "PINGPONG_LAB_LAUNCHER"
 
+WRONG_PLUGIN = (
+    "srun's MPI plugin did not connect the ranks (each is a job of its own), so it does not "
+    "speak this MPI's PMI: set PINGPONG_LAB_SRUN_MPI to one that does (`srun --mpi=list`)."
+)
+
 ENGINE_JOB_TEMPLATE = """#!/bin/sh
 #SBATCH --export=ALL
 #SBATCH --job-name=ipengine-{cluster_id}
