@@ -105,7 +105,9 @@ class LocalSlurm:
 
     def __init__(self, root: Path, cpus: int | None = None):
         self.root = Path(root) / f"slurm-{uuid.uuid4().hex[:8]}"
-        self.cpus = cpus or os.cpu_count() or 1
+        # this machine's CPUs, at least 2: a ping-pong job asks for 2 tasks (config_overrides
+        # lets slurmd offer more than it has)
+        self.cpus = cpus or max(2, os.cpu_count() or 1)
         self.tag = uuid.uuid4().hex
         self.conf = self.root / "slurm.conf"
         self.env = {**os.environ, "SLURM_CONF": str(self.conf), TAG_VARIABLE: self.tag}
