@@ -16,6 +16,9 @@ Why `--mpi=pmi2`: the MPICH wheel from PyPI speaks PMI (its Hydra's wire protoco
 pmi2 plugin serves it, so srun'd ranks join one COMM_WORLD. Without it (a site whose MpiDefault
 is none) every engine would be rank 0 of its own COMM_WORLD of size 1; MPICluster refuses that
 with a clear error. $PINGPONG_LAB_SRUN_MPI picks another plugin (pmix on a site that has it).
+stop() cancels the engines' job and waits until Slurm no longer lists it. When the notebook's
+process dies without stop(), its watchdog ends the controller, and the engines, which miss its
+heartbeat, shut down within ipyparallel's limit (50 missed beats, a few minutes), ending the job.
 Extra sbatch options for the engines' job (a partition, an account, a time limit) go in
 $PINGPONG_LAB_SBATCH_OPTIONS, e.g. "--partition=short --time=00:30:00".
 """
