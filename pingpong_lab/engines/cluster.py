@@ -140,9 +140,11 @@ class MPICluster:
             )
         except BaseException as exc:
             self._record_pids()
+            where = slurm_launch.job_report(self._cluster)  # before stop() cancels the job
             self.stop()
             raise ClusterStartError(
                 f"{self.n} MPI engines did not start within {self.start_timeout:.0f} s: {exc}"
+                + (f"\n{where}" if where else "")
             ) from exc
         self._record_pids()
         self.slurm_job_id = slurm_launch.job_id(self._cluster)

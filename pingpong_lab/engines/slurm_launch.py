@@ -136,3 +136,25 @@ def wait_ended(job: str, timeout: float = 60.0) -> bool:
             return False
         time.sleep(0.2)
     return True
+
+
+def job_report(cluster) -> str:
+    """For an engines job that did not come up: its Slurm state and reason, its output's end."""
+    job = job_id(cluster)
+    if job is None:
+        return ""
+    try:
+        state = subprocess.run(
+            ["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        state = ""
+    output = ""
+    for launcher in cluster.engines.values():
+        try:
+            output = launcher.get_output(remove=False)
+        except Exception:
+            pass
+    tail = " | ".join(output.strip().splitlines()[-6:])
+    said = f"; its output: {tail}" if tail else ""
+    return f"Slurm job {job}: {state or 'no longer queued'}{said}"

@@ -19,6 +19,7 @@ ends whatever still carries its tag (job steps, slurmstepd) and removes its file
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -59,6 +60,10 @@ def slurm_conf(root: Path, cpus: int, memory_mb: int) -> str:
     return "\n".join(
         [
             "ClusterName=pingponglab",
+            # job ids that an earlier private Slurm did not use: MPICH names its shared-memory
+            # segments after the job, and a segment that a cancelled job left in /dev/shm would
+            # be reopened by the next job of the same id (MPI_Init then fails or hangs)
+            f"FirstJobId={random.randint(10**5, 6 * 10**7)}",
             "SlurmctldHost=localhost(127.0.0.1)",
             f"SlurmctldPort={_free_port()}",
             f"SlurmdPort={_free_port()}",
