@@ -125,7 +125,7 @@ class MPICluster:
             **slurm_launch.controller_settings(batch),
         )
         if batch:
-            slurm_launch.configure_batch(self._cluster.config, self.env, self.start_timeout)
+            slurm_launch.configure_batch(self._cluster.config, self.env, self._profile_dir)
         else:
             self._cluster.config.MPILauncher.mpi_cmd = mpi_cmd
             self._cluster.config.MPIEngineSetLauncher.environment = self.env

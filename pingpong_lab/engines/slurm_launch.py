@@ -95,11 +95,13 @@ def controller_settings(batch: bool) -> dict:
     return {"controller_ip": "*"} if batch else {}
 
 
-def configure_batch(config, env: dict, start_timeout: float) -> None:
-    """Point an ipp.Cluster's config at SlurmEngineSetLauncher with our job script."""
+def configure_batch(config, env: dict, profile_dir: str) -> None:
+    """Point an ipp.Cluster's config at SlurmEngineSetLauncher with our job script, written
+    into the cluster's profile folder (ipyparallel would write it into the current folder)."""
     _require("sbatch")
     launcher = config.SlurmEngineSetLauncher
     launcher.batch_template = ENGINE_JOB_TEMPLATE
+    launcher.batch_file_name = os.path.join(profile_dir, "engines.sbatch")  # absolute: wins
     launcher.environment = dict(env)
     extra = shlex.split(os.environ.get("PINGPONG_LAB_SBATCH_OPTIONS", ""))
     launcher.namespace = {

@@ -166,6 +166,7 @@ def test_engines_started_by_sbatch_ping_pong_as_one_mpi_job(
         assert results[0][1] > 0  # rank 0 timed its round trips
         job = cluster.slurm_job_id
     assert not _queue(jobs_leave_nothing), f"the engines' job {job} is still queued"
+    assert not list(Path.cwd().glob("*.sbatch")), "the engines' job script is left behind"
 
 
 ENGINES_IN_ALLOCATION = """

@@ -42,8 +42,9 @@ def test_the_engines_job_runs_srun_with_the_pmi_plugin_and_the_extra_options(mon
     monkeypatch.setenv("PINGPONG_LAB_SRUN_MPI", "pmix")
     monkeypatch.setenv("PINGPONG_LAB_SBATCH_OPTIONS", "--partition=short --time=00:30:00")
     config = Config()
-    slurm_launch.configure_batch(config, {"A": "1"}, 60)
+    slurm_launch.configure_batch(config, {"A": "1"}, "/shared/profile")
     launcher = config.SlurmEngineSetLauncher
+    assert launcher.batch_file_name == "/shared/profile/engines.sbatch"  # not the current folder
     script = launcher.batch_template.format(
         cluster_id="c1", n=4, output_file="o.log", program_and_args="ipengine", **launcher.namespace
     )
