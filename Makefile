@@ -74,13 +74,13 @@ sandbox:
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; }; } \
 		|| echo "sandbox: bubblewrap not installed (needs root and apt-get); grading runs unisolated"
 
-# A single-node Slurm (Debian's slurm-wlm 22.05: slurmctld, slurmd, munge) for the `slurm` test
+# A single-node Slurm (Debian's slurm-wlm 22.05: slurmctld, slurmd, clients) for the `slurm` test
 # tier (tests/slurm), which starts its own daemons in a temporary directory and skips without
 # them. Installed with apt-get when root on Debian/Ubuntu; otherwise one line says why not.
-SLURM_PKGS = slurmctld slurmd slurm-client munge
+SLURM_PKGS = slurmctld slurmd slurm-client
 slurm:
 	@if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
-	    && command -v munged >/dev/null; then :; \
+	    && command -v sbatch >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	      $(SLURM_PKGS) >/dev/null 2>&1 || { apt-get update -qq \
