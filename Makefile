@@ -41,7 +41,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup system-mpi sandbox kernels lab instructor validate browser test test-fast test-system-mpi lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
+.PHONY: setup system-mpi sandbox slurm kernels lab instructor validate browser test test-fast test-system-mpi lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
 
 setup: $(STAMP) kernels
 
@@ -100,8 +100,9 @@ instructor: setup
 validate: setup
 	$(PY) -m pingpong_lab.course.validation $(NB)
 
-# Everything: lint, then unit, MPI, course and browser tiers (tests/unit, mpi, course, browser).
-test: setup sandbox link-tools browser lint
+# Everything: lint, then unit, MPI, course, Slurm and browser tiers (tests/unit, mpi, course,
+# slurm, browser).
+test: setup sandbox slurm link-tools browser lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
@@ -129,6 +130,21 @@ sandbox:
 		&& { apt-get install -y -qq bubblewrap >/dev/null 2>&1 || { apt-get update -qq \
 		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }; }; } \
 		|| echo "sandbox: bubblewrap not installed (needs root and apt-get); grading runs unisolated"
+
+# A single-node Slurm (Debian's slurm-wlm 22.05: slurmctld, slurmd, clients) for the `slurm` test
+# tier (tests/slurm), which starts its own daemons in a temporary directory and skips without
+# them. Installed with apt-get when root on Debian/Ubuntu; otherwise one line says why not.
+SLURM_PKGS = slurmctld slurmd slurm-client
+slurm:
+	@if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
+	    && command -v sbatch >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $(SLURM_PKGS) >/dev/null 2>&1 || { apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $(SLURM_PKGS) >/dev/null; }; } \
+	  || echo "slurm: slurm-wlm could not be installed; the slurm tests skip"; \
+	else echo "slurm: not installed (needs root: apt-get install $(SLURM_PKGS)); the slurm tests skip"; fi
 
 # JOBS students are graded at once (default: the cores); course/grades.csv sums it up.
 autograde: setup sandbox

@@ -214,27 +214,34 @@ def scores(course: Path) -> list[tuple[str, str, float, float]]:
     return sorted(out)
 
 
+def students_to_grade(course: Path, out=sys.stdout) -> tuple[dict[str, list[str]], list[str]]:
+    """({student: [assignment, ...]}, the assignments submitted) for course/submitted/;
+    a submitted folder with no assignment of that name in course/source is skipped, saying so."""
+    todo = submissions(course)
+    known = set(assignments(course))
+    for name in sorted(set(todo) - known):
+        print(f"skipping submitted/*/{name}: no such assignment in course/source", file=out)
+    students: dict[str, list[str]] = {}
+    for name, who in sorted(todo.items()):
+        for student in who if name in known else ():
+            students.setdefault(student, []).append(name)
+    return students, sorted(known & set(todo))
+
+
 def cmd_autograde(course: Path, jobs: int | None = None) -> int:
     """Grade every submission in course/submitted/, `jobs` students at a time (classgrade)."""
     from . import classgrade
 
-    todo = submissions(course)
-    if not todo:
+    students, graded = students_to_grade(course)
+    if not students:
         print("nothing in course/submitted/<student>/<assignment>/ to grade")
         return 0
-    known = set(assignments(course))
-    for name in sorted(set(todo) - known):
-        print(f"skipping submitted/*/{name}: no such assignment in course/source")
-    students: dict[str, list[str]] = {}
-    for name, who in todo.items():
-        for student in who if name in known else ():
-            students.setdefault(student, []).append(name)
     jobs = jobs or classgrade.default_jobs()
     print(f"grading {len(students)} submission(s), {jobs} at a time")
     start = time.perf_counter()
     outcomes = classgrade.grade_class(course, students, jobs)
     classgrade.report(outcomes, time.perf_counter() - start)
-    classgrade.write_summary(course / "grades.csv", outcomes, sorted(known & set(todo)))
+    classgrade.write_summary(course / "grades.csv", outcomes, graded)
     print("per-student scores: course/grades.csv; feedback in course/feedback/")
     for name, student, score, max_score in scores(course):
         print(f"  {name:<16} {student:<20} {score:6.1f} / {max_score:g}")

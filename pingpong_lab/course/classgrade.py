@@ -103,9 +103,17 @@ def _nbgrader(course: Path, args: list[str], timeout: float, env: dict, wrap=())
 
 
 def grade_one(
-    course: Path, student: str, assignments: list[str], timeout: float, isolate: bool = True
+    course: Path,
+    student: str,
+    assignments: list[str],
+    timeout: float,
+    isolate: bool = True,
+    gradebook: Path | None = None,
 ) -> Outcome:
-    """Autograde and write feedback for one student's submission; never raises."""
+    """Autograde and write feedback for one student's submission; never raises.
+
+    `gradebook`: record the scores in this SQLite file instead of the course's (a Slurm array
+    task's own gradebook, merged later by arraygrade)."""
     outcome = Outcome(student, assignments)
     start = time.perf_counter()
     deadline = start + timeout
@@ -119,6 +127,8 @@ def grade_one(
             for step in ("autograde", "generate_feedback"):
                 left = max(1.0, deadline - time.perf_counter())
                 args = [step, "*", "--student", student, "--force", "--log-level=WARN"]
+                if gradebook is not None:
+                    args.append(f"--CourseDirectory.db_url=sqlite:///{Path(gradebook).resolve()}")
                 _nbgrader(course, args, left, env, wrap)
         except subprocess.TimeoutExpired:
             outcome.status, outcome.why = "timeout", f"over {timeout:.0f} s"

@@ -7,6 +7,12 @@ Every call has a timeout. When ranks do not answer in time (a deadlock, most oft
 are stopped, fresh ones are started, and DeadlockError says what probably went wrong. An engine
 that dies (a segfault in C code) gives EngineCrashError, also on fresh engines. Processes are
 tracked by PID from the moment they start and are all gone after stop(), at the latest at exit.
+
+Launchers (`launcher=`, default $PINGPONG_LAB_LAUNCHER, else "mpiexec"): "mpiexec" starts the
+engines with this MPI's mpiexec; "slurm" starts them as a Slurm job through ipyparallel's
+SlurmEngineSetLauncher (`srun --mpi=pmi2 ipengine` in an sbatch script, the controller stays
+here), or, inside an allocation ($SLURM_JOB_ID set), as a job step of it with
+`srun --mpi=pmi2`. See slurm_launch.py.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import psutil
 
 from ..errors import ClusterStartError, DeadlockError, EngineCrashError, RemoteError
 from ..mpi import environment
+from . import slurm_launch
 from .watchdog import end_processes
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -62,6 +69,7 @@ class MPICluster:
         timeout: float = DEFAULT_TIMEOUT_S,
         start_timeout: float = START_TIMEOUT_S,
         env: dict | None = None,
+        launcher: str | None = None,
     ):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive number of engines, got {n!r}")
@@ -71,6 +79,8 @@ class MPICluster:
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
         self.env = dict(env or {})
+        self.launcher = slurm_launch.choose(launcher)
+        self.slurm_job_id: str | None = None  # the engines' own job ("slurm" outside an allocation)
         self._cluster = None
         self._client = None
         self._view = None
@@ -85,10 +95,13 @@ class MPICluster:
         """Start the controller and n MPI engines; check that they form one MPI job."""
         if self._client is not None:
             return self
-        mpiexec = environment.mpiexec()  # fails in milliseconds when there is no MPI
+        if self.launcher == "mpiexec":
+            mpi_cmd = [environment.mpiexec()]  # fails in milliseconds when there is no MPI
+        else:
+            mpi_cmd = slurm_launch.srun_command()  # fails when Slurm is not installed
         environment.require_mpi4py()
         cores = environment.cpu_count()
-        if self.n > cores:
+        if self.n > cores and self.launcher == "mpiexec":
             warnings.warn(
                 f"{self.n} ranks on {cores} cores: ranks share cores, so timings are "
                 "oversubscribed (inflated and noisy). Use them for correctness, not speed.",
@@ -97,17 +110,25 @@ class MPICluster:
             )
         import ipyparallel as ipp
 
-        self._profile_dir = tempfile.mkdtemp(prefix="pingpong-lab-ipp-")
+        batch = self.launcher == "sbatch"
+        # a batch job's engines read the connection files: a folder they can see
+        where = slurm_launch.shared_dir() if batch else None
+        self._profile_dir = tempfile.mkdtemp(prefix="pingpong-lab-ipp-", dir=where)
         self._cluster = ipp.Cluster(
-            engines="mpi",
+            engines="slurm" if batch else "mpi",
+            controller="local",
             n=self.n,
             profile_dir=self._profile_dir,
             cluster_id=f"pingpong-lab-{uuid.uuid4().hex[:8]}",
             log_level=logging.ERROR,
             engine_timeout=int(self.start_timeout),
+            **slurm_launch.controller_settings(batch),
         )
-        self._cluster.config.MPILauncher.mpi_cmd = [mpiexec]
-        self._cluster.config.MPIEngineSetLauncher.environment = self.env
+        if batch:
+            slurm_launch.configure_batch(self._cluster.config, self.env, self._profile_dir)
+        else:
+            self._cluster.config.MPILauncher.mpi_cmd = mpi_cmd
+            self._cluster.config.MPIEngineSetLauncher.environment = self.env
         _live_clusters.add(self)
         self._start_watchdog()
         try:
@@ -119,11 +140,14 @@ class MPICluster:
             )
         except BaseException as exc:
             self._record_pids()
+            where = slurm_launch.job_report(self._cluster)  # before stop() cancels the job
             self.stop()
             raise ClusterStartError(
                 f"{self.n} MPI engines did not start within {self.start_timeout:.0f} s: {exc}"
+                + (f"\n{where}" if where else "")
             ) from exc
         self._record_pids()
+        self.slurm_job_id = slurm_launch.job_id(self._cluster)
         self._view = self._client[:]
         self._view.block = False
         try:
@@ -135,9 +159,14 @@ class MPICluster:
         sizes = {size for _, size in ranks}
         if sizes != {self.n}:
             self.stop()
+            why = (
+                "mpiexec and mpi4py are probably from different MPIs."
+                if self.launcher == "mpiexec"
+                else slurm_launch.WRONG_PLUGIN
+            )
             raise ClusterStartError(
                 f"expected one MPI job of {self.n} ranks but the engines see COMM_WORLD sizes "
-                f"{sorted(sizes)}: mpiexec and mpi4py are probably from different MPIs."
+                f"{sorted(sizes)}: {why}"
             )
         targets = list(self._view.targets)
         by_rank = sorted(zip((r for r, _ in ranks), targets))
@@ -202,6 +231,8 @@ class MPICluster:
                 self._cluster.stop_cluster_sync()
             except Exception:
                 pass
+        if self.slurm_job_id:  # scancel returns at once; the engines end a little later
+            slurm_launch.wait_ended(self.slurm_job_id)
         if self._profile_dir:  # the watchdog sees its pid file go and exits
             shutil.rmtree(self._profile_dir, ignore_errors=True)
         self._end_processes(grace_s=3.0)
@@ -212,6 +243,7 @@ class MPICluster:
                 pass
             self._watchdog = None
         self._cluster = self._client = self._view = self._profile_dir = None
+        self.slurm_job_id = None
         self._engine_order = []
         _live_clusters.discard(self)
 
@@ -242,7 +274,7 @@ class MPICluster:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"MPICluster(n={self.n}, {state})"
+        return f"MPICluster(n={self.n}, launcher={self.launcher!r}, {state})"
 
     # -- work -------------------------------------------------------------------------------
     def run(
@@ -274,6 +306,8 @@ class MPICluster:
 
     def _engines_alive(self) -> bool:
         engine_launchers = list(self._cluster.engines.values()) if self._cluster else []
+        if self.slurm_job_id:  # a batch job: Slurm knows whether it still runs
+            return slurm_launch.job_running(self.slurm_job_id)
         for launcher in engine_launchers:
             pid = getattr(launcher, "pid", None)
             if not pid or not psutil.pid_exists(pid):
