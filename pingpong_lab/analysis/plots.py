@@ -137,6 +137,13 @@ def _size_axes(ax: Axes, ylabel: str, logy: bool = True, legend: bool = True) ->
     return ax
 
 
+def _drawn_model(model):
+    """The model to draw: a piecewise fit whose two segments are not better is one line."""
+    if getattr(model, "two_segments_better", True) is False:
+        return model.single
+    return model
+
+
 def _fit_label(fit) -> str:
     bp = getattr(fit, "breakpoint_bytes", None)
     if bp is not None:
@@ -163,7 +170,10 @@ def add_model_line(
 
     ``model`` is a fit with ``predict`` (LinearFit, PiecewiseFit) or a pair (alpha_s,
     beta_s_per_byte), e.g. a literature value. ``quantity`` is ``"time"`` or ``"bandwidth"``.
+    A piecewise fit is drawn with its break only when its two segments are better than one
+    line (``two_segments_better``); otherwise its single-line fit is drawn.
     """
+    model = _drawn_model(model)
     if hasattr(model, "predict"):
         predict = model.predict
         label = _fit_label(model) if label is None else label

@@ -36,11 +36,13 @@ __all__ = [
     "DURHAM_NOTES",
     "DURHAM_PROTOCOL_SWITCH_BYTES",
     "DURHAM_SOURCE",
+    "AGH2020_PATTERN",
     "HPC4DS2025",
     "UFRN2025",
     "UFSC_NETPERF_FITS",
     "agh2020_bandwidth",
     "agh2020_one_way_time",
+    "inter_node_sweep",
     "durham_alpha_beta",
     "literature_alpha_beta",
 ]
@@ -179,6 +181,15 @@ AGH2020_NOTES = (
 )
 
 
+AGH2020_PATTERN = (
+    "head-to-head exchange: in both of the report's codes each rank sends first and receives "
+    "second (Send/Recv), or posts both at once (Isend/Irecv); the time per message is the "
+    "total / (2 * iterations). It is not the echo ping-pong of this course (one rank sends "
+    "first, the other answers), and it completes only while messages go out eagerly."
+)
+"""What the AGH 2020 numbers time, in one sentence (quote it next to any AGH value)."""
+
+
 def agh2020_bandwidth(api: str, placement: str) -> tuple[np.ndarray, np.ndarray]:
     """(sizes in bytes, one-way bandwidth in Mbit/s) of one AGH 2020 table.
 
@@ -201,6 +212,27 @@ def agh2020_one_way_time(api: str, placement: str) -> tuple[np.ndarray, np.ndarr
     """(sizes in bytes, one-way time in seconds) derived from an AGH 2020 bandwidth table."""
     nbytes, mbitps = agh2020_bandwidth(api, placement)
     return nbytes, nbytes * 8.0 / (mbitps * 1e6)
+
+
+def inter_node_sweep(api: str = "send_recv") -> dict:
+    """A small inter-node sweep from the sources: AGH 2020, two physical hosts (task 4).
+
+    Returns ``nbytes`` (bytes), ``t_one_way_s`` (seconds per message, derived from table 2.7
+    for Send/Recv or 2.8 for Isend/Irecv), ``source``, ``label``, ``pattern`` and ``note``.
+    The only per-size multi-node table among the course's sources; Durham's inter-node
+    results are fits (see :func:`durham_alpha_beta`), HPC4DS gives plots only.
+    """
+    nbytes, t = agh2020_one_way_time(api, "two_hosts")
+    table = {"send_recv": "2.7", "isend_irecv": "2.8"}[api]
+    return {
+        "nbytes": nbytes,
+        "t_one_way_s": t,
+        "source": f"{AGH2020_SOURCE.split(', tables')[0]}, table {table}",
+        "label": f"AGH 2020, two hosts, {api.replace('_', '/')} (exchange)",
+        "pattern": AGH2020_PATTERN,
+        "note": "A 2020 teaching cluster of virtual nodes on commodity Ethernet; sizes "
+        f"{int(nbytes[0])} B .. {int(nbytes[-1] // 1024)} KiB only (larger ones blocked).",
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,6 +308,11 @@ HPC4DS2025 = {
     "runs_averaged": 100,
     "sizes_bytes": (1, 2**30),
     "placements": ("pack", "scatter", "pack:excl", "scatter:excl"),
+    "placement_meaning": {
+        "pack": "both ranks on one node (PBS place=pack): shared memory",
+        "scatter": "each rank on a different node (PBS place=scatter): the network",
+        "excl": "the job has its node(s) to itself (no other jobs share them)",
+    },
     "throughput_definition": "2 * bytes / average round-trip time, B/s",
     "findings": (
         "exclusive placements reach a higher rate than the shared ones",
@@ -300,7 +337,9 @@ def literature_alpha_beta() -> list[dict]:
     """Rows (source, label, alpha_s, beta_s_per_byte, bandwidth_GiBps) for comparison.
 
     Durham values come from the fits; AGH 2020 Send/Recv rows use the 64-bit latency of table
-    2.9 as alpha and the best tabulated Send/Recv bandwidth as 1/beta (a rough reading).
+    2.9 as alpha and the best tabulated Send/Recv bandwidth as 1/beta (a rough reading). The
+    AGH rows time a head-to-head exchange, not a ping-pong (:data:`AGH2020_PATTERN`), and their
+    labels say so.
     """
     rows = []
     for r in DURHAM_HAMILTON:
@@ -320,7 +359,7 @@ def literature_alpha_beta() -> list[dict]:
         rows.append(
             {
                 "source": "Tomkowicz, AGH 2020",
-                "label": f"Send/Recv {placement}",
+                "label": f"Send/Recv exchange {placement}",
                 "alpha_s": AGH2020_LATENCY_64BIT_S["send_recv"][placement],
                 "beta_s_per_byte": 1.0 / bps,
                 "bandwidth_GiBps": bps / 2.0**30,

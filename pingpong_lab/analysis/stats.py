@@ -33,7 +33,9 @@ __all__ = [
     "measured_timer_resolution",
     "median_ci",
     "min_samples_for_median_ci",
+    "null_max_of_pairs",
     "outlier_mask",
+    "per_pair_medians",
     "summarize",
     "summary_row",
 ]
@@ -323,6 +325,37 @@ def max_across_ranks(samples_2d) -> np.ndarray:
     out = np.where(np.isnan(a), -np.inf, a).max(axis=0)
     out[np.isneginf(out)] = np.nan
     return out
+
+
+def null_max_of_pairs(one_pair_samples, pairs: int, iterations: int | None = None, rng=0):
+    """Per-iteration maxima of ``pairs`` pairs that do not disturb each other (a null model).
+
+    Each simulated iteration draws ``pairs`` samples independently (with replacement) from
+    the one-pair samples and keeps the largest. With no contention at all the maximum of p
+    samples still grows with p: its median is the 0.5^(1/p) quantile of one pair's
+    distribution. A measured per-iteration maximum is evidence of contention only where it
+    exceeds this. Returns an array of ``iterations`` maxima (default: as many as given).
+    """
+    x = _finite_1d(one_pair_samples, "one-pair samples")
+    pairs = int(pairs)
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, got {pairs}")
+    n = x.size if iterations is None else int(iterations)
+    if n < 1:
+        raise ValueError(f"iterations must be at least 1, got {n}")
+    draws = generator(rng).choice(x, size=(n, pairs), replace=True)
+    return draws.max(axis=1)
+
+
+def per_pair_medians(samples_2d) -> np.ndarray:
+    """Median over iterations of each rank's samples (rows: ranks; all-NaN rows dropped)."""
+    a = np.asarray(samples_2d, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"samples must be a (ranks, iterations) array, got shape {a.shape}")
+    a = a[~np.all(np.isnan(a), axis=1)]
+    if a.shape[0] == 0:
+        raise ValueError("no rank has a finite sample")
+    return np.nanmedian(a, axis=1)
 
 
 def combine(arrays: Iterable) -> np.ndarray:

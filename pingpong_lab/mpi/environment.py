@@ -129,6 +129,27 @@ def _v1_quota(directory: Path) -> float | None:
     return int(quota) / int(period)
 
 
+def oversubscribed(nranks: int, ncores: int | None = None) -> bool:
+    """True when more ranks would run than there are cores (ranks take turns on a core)."""
+    return int(nranks) > (cpu_count() if ncores is None else int(ncores))
+
+
+def plan_ranks(wanted: int, ncores: int | None = None) -> int:
+    """Ranks to start for a timing run: ``wanted``, at most ``ncores``, but never fewer than 2.
+
+    The rule notebook 00 asks for: a ping-pong needs 2 ranks, so on a 1-core machine the
+    answer is 2 (oversubscribed, see :func:`oversubscribed`). ``ncores`` defaults to the
+    cores this process may run on.
+    """
+    wanted = int(wanted)
+    if wanted < 0:
+        raise ValueError(f"wanted must be a number of ranks (0 or more), got {wanted}")
+    cores = cpu_count() if ncores is None else int(ncores)
+    if cores < 1:
+        raise ValueError(f"ncores must be at least 1, got {cores}")
+    return max(2, min(wanted, cores))
+
+
 # -- what to record with every result -------------------------------------------------------
 def transport_settings(environ=None) -> dict:
     """Environment variables that change how MPI moves data (recorded with every result)."""

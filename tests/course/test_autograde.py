@@ -231,6 +231,17 @@ def _tampered(nb: dict, student: str) -> dict:
     return nb
 
 
+def hand_graded(name: str) -> dict:
+    """grade_id -> points of the cells an instructor grades by hand (tasks, manual answers)."""
+    nb = notebook(COURSE / "source" / name / f"{name}.ipynb")
+    meta = [c["metadata"].get("nbgrader", {}) for c in nb["cells"]]
+    return {
+        m["grade_id"]: m.get("points", 0)
+        for m in meta
+        if m.get("task") or (m.get("grade") and m.get("solution"))
+    }
+
+
 def _partial_edit(name):
     edit, _ = PARTIAL[name]
 
@@ -296,7 +307,11 @@ def graded(tmp_path_factory):
         "course": course,
         "tag": tag,
         "env": env,
-        "scores": {(a, s): (score, mx) for a, s, score, mx in build.scores(course)},
+        # max_score here is what autograde can give: without the points graded by hand
+        "scores": {
+            (a, s): (score, mx - sum(hand_graded(a).values()))
+            for a, s, score, mx in build.scores(course)
+        },
         "log": proc.stdout,
     }
 
@@ -329,6 +344,22 @@ def test_the_solution_submitted_as_a_student_scores_full_marks(graded, name):
     if score != max_score:
         failing = _failing_cells(graded["course"], "solution", name)
         pytest.fail(f"{name}: solution scored {score}/{max_score}; failing cells: {failing}")
+
+
+@pytest.mark.parametrize("name", [a for a in ASSIGNMENTS if hand_graded(a)])
+def test_written_answers_wait_for_the_instructor_with_their_points(graded, name):
+    from nbgrader.api import Gradebook
+
+    manual = hand_graded(name)
+    with Gradebook("sqlite:///" + str(graded["course"] / "gradebook.db")) as gb:
+        sub = gb.find_submission_notebook(name, name, "solution")
+        grades = {g.name: g for g in sub.grades}
+        assert sub.needs_manual_grade, f"{name}: written answers must await a manual grade"
+        for gid, points in manual.items():
+            assert grades[gid].needs_manual_grade and grades[gid].max_score == points, gid
+            assert not grades[gid].score, f"{gid}: autograde gave points for a written answer"
+        auto = graded["scores"][(name, "solution")][1]
+        assert sub.max_score == auto + sum(manual.values())
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

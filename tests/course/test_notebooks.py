@@ -41,7 +41,13 @@ def text(cell: dict) -> str:
 
 
 def graded(nb: dict) -> list[tuple[int, dict]]:
+    """The autograded test cells (manually graded tasks are not among them)."""
     return [(i, c) for i, c in enumerate(nb["cells"]) if meta(c).get("grade")]
+
+
+def tasks(nb: dict) -> list[tuple[int, dict]]:
+    """The manually graded task cells (nbgrader 'task': points, graded by hand)."""
+    return [(i, c) for i, c in enumerate(nb["cells"]) if meta(c).get("task")]
 
 
 @pytest.fixture(params=NOTEBOOKS)
@@ -152,12 +158,41 @@ def test_part_points_add_up_to_the_graded_points(name):
         )
 
 
+MANUAL = ["04_model", "05_contention"]
+EXERCISES = ROOT / "exercises"
+
+
+@pytest.mark.parametrize("nb_name", MANUAL)
+def test_written_answers_are_tasks_with_a_mark_scheme_that_the_release_removes(nb_name):
+    source = tasks(load(nb_name))
+    assert 1 <= len(source) <= 2, f"{nb_name}: one or two written answers"
+    for i, cell in source:
+        m, src = meta(cell), text(cell)
+        assert cell["cell_type"] == "markdown" and m.get("locked") and not m.get("grade")
+        assert 2 <= m.get("points", 0) <= 3, f"{nb_name} cell {i}: 2-3 points"
+        assert src.count("=== BEGIN MARK SCHEME ===") == 1 == src.count("=== END MARK SCHEME ===")
+        assert "Rubric" in src.split("=== BEGIN MARK SCHEME ===")[1]
+        answer = load(nb_name)["cells"][i + 1]
+        assert answer["cell_type"] == "markdown" and not meta(answer), (
+            f"{nb_name} cell {i}: an editable answer cell follows the task"
+        )
+    for folder in (EXERCISES, ROOT / "solutions"):
+        released = json.loads((folder / nb_name / f"{nb_name}.ipynb").read_text())
+        ids = {meta(c)["grade_id"]: text(c) for _, c in tasks(released)}
+        assert set(ids) == {meta(c)["grade_id"] for _, c in source}, "make release is out of date"
+        for gid, src in ids.items():
+            assert "MARK SCHEME" not in src and "Rubric" not in src, f"{folder.name}: {gid}"
+            assert src.startswith("**F"), f"{folder.name}: {gid} keeps its question"
+
+
 # -- execution ---------------------------------------------------------------------------------
-def execute(name: str, workdir: Path) -> tuple[dict, float]:
+def execute(
+    name: str, workdir: Path, folder: Path = SOURCE, allow_errors: bool = False
+) -> tuple[dict, float]:
     import nbformat
     from nbclient import NotebookClient
 
-    shutil.copytree(SOURCE / name, workdir, dirs_exist_ok=True)
+    shutil.copytree(folder / name, workdir, dirs_exist_ok=True)
     path = workdir / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
     env_before = os.environ.get("PINGPONG_LAB_GRADING")
@@ -169,6 +204,7 @@ def execute(name: str, workdir: Path) -> tuple[dict, float]:
             nb,
             timeout=CELL_TIMEOUT_S,
             kernel_name="python3",
+            allow_errors=allow_errors,
             resources={"metadata": {"path": str(workdir)}},
         ).execute()
     finally:
@@ -192,3 +228,31 @@ def test_the_solution_notebook_runs_cleanly_in_grading_mode(nb_name, tmp_path, c
             stderr = [o for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"]
             assert not stderr, f"{nb_name} graded cell {i} wrote to stderr: {stderr[0].text[:300]}"
     assert seconds < 150, f"{nb_name} took {seconds:.0f} s in grading mode"
+
+
+@requires_mpi
+@pytest.mark.parametrize("nb_name", MANUAL)
+def test_the_released_notebook_with_no_answers_runs_on_without_name_errors(
+    nb_name, tmp_path, c_library
+):
+    """A learner who skips a part still gets every later course cell: no NameError outside tests."""
+    nb, _ = execute(nb_name, tmp_path / nb_name, folder=EXERCISES, allow_errors=True)
+    failed = {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or meta(cell).get("grade"):
+            continue
+        for out in cell.outputs:
+            if out.output_type == "error":
+                failed[i] = f"{out.ename}: {out.evalue}"
+    assert failed, f"{nb_name}: the release has stubs, so some check cell must fail"
+    assert not [e for e in failed.values() if e.startswith("NameError")], (
+        f"{nb_name}: a later cell needs what an unfinished answer did not define: {failed}"
+    )
+    unfinished = [
+        e
+        for e in failed.values()
+        if e.startswith("NotImplementedError") or "not implemented yet" in e  # C stubs
+    ]
+    assert unfinished == list(failed.values()), (
+        f"{nb_name}: cells fail for another reason than an unfinished answer: {failed}"
+    )

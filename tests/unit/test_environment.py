@@ -161,3 +161,18 @@ def test_placement_gathers_every_rank():
     where = environment.placement(_Comm())
     assert [p["rank"] for p in where] == [0, 1]
     assert where[1] == {**environment.rank_placement(1), "core": where[1]["core"]}
+
+
+@pytest.mark.parametrize(
+    ("wanted", "ncores", "ranks"), [(8, 2, 2), (4, 16, 4), (1, 16, 2), (8, 1, 2), (0, 1, 2)]
+)
+def test_plan_ranks_caps_at_the_cores_but_never_goes_below_two(wanted, ncores, ranks):
+    assert environment.plan_ranks(wanted, ncores) == ranks
+    assert environment.oversubscribed(ranks, ncores) == (ranks > ncores)
+
+
+def test_plan_ranks_refuses_nonsense():
+    with pytest.raises(ValueError, match="ncores"):
+        environment.plan_ranks(4, 0)
+    with pytest.raises(ValueError, match="wanted"):
+        environment.plan_ranks(-1, 4)

@@ -69,6 +69,25 @@ def test_latency_plot_draws_a_piecewise_model_as_two_separate_pieces():
     assert "piecewise fit, break at 4 KiB" in legend
 
 
+def test_a_piecewise_fit_that_is_not_better_than_one_line_is_drawn_without_a_break():
+    s = synthetic_sweep(ALPHA, BETA, sizes=2 ** np.arange(21), noise="gaussian", seed=3)
+    pw = model.fit_piecewise(s.nbytes, s.medians)
+    assert not pw.two_segments_better, "a straight line with noise must not earn two segments"
+    for quantity in ("time", "bandwidth"):
+        fig, ax = plt.subplots()
+        if quantity == "time":
+            plots.latency_plot(s.nbytes, s.medians, fit=pw, ax=ax)
+        else:
+            plots.bandwidth_plot(s.nbytes, s.medians, fit=pw, ax=ax, second_unit=None)
+        pieces = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-"]
+        assert len(pieces) == 1, f"{quantity}: one line, no break"
+        x = pieces[0].get_xdata()
+        assert x.min() == s.nbytes.min() and x.max() == s.nbytes.max()
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert not any("break" in t for t in legend), legend
+        assert any(t.startswith("fit: α =") for t in legend), legend
+
+
 @pytest.mark.parametrize(("unit", "scale"), [("B/s", 1.0), ("GiB/s", 2.0**30), ("Mbit/s", 1.25e5)])
 def test_bandwidth_plot_converts_units_and_marks_the_asymptote(sweep, ci, unit, scale):
     fit = model.fit_linear(sweep.nbytes, sweep.medians)

@@ -91,7 +91,7 @@ def test_literature_rows_are_positive_and_cite_author_and_institution():
         assert row["source"] in ("Marcotte, Durham University", "Tomkowicz, AGH 2020")
         assert row["bandwidth_GiBps"] == pytest.approx(1 / row["beta_s_per_byte"] / 2**30)
     assert np.isclose(
-        [r["alpha_s"] for r in rows if r["label"] == "Send/Recv two_hosts"], 2.06115e-05
+        [r["alpha_s"] for r in rows if r["label"] == "Send/Recv exchange two_hosts"], 2.06115e-05
     ).all()
 
 
@@ -102,3 +102,22 @@ def test_citations_name_documents_not_files():
     assert "seed" not in text and ".txt" not in text
     for source in (ref.AGH2020_SOURCE, ref.DURHAM_SOURCE, ref.UFRN2025["source"]):
         assert any(year in source for year in ("2020", "2025")) or "Durham University" in source
+
+
+def test_agh_rows_say_they_time_an_exchange_not_a_ping_pong():
+    agh = [r for r in ref.literature_alpha_beta() if r["source"].startswith("Tomkowicz")]
+    assert agh and all("exchange" in r["label"] for r in agh)
+    assert "sends first" in ref.AGH2020_PATTERN
+
+
+def test_inter_node_sweep_is_the_two_host_table_in_bytes_and_seconds():
+    sw = ref.inter_node_sweep()
+    nbytes, mbitps = ref.agh2020_bandwidth("send_recv", "two_hosts")
+    assert np.array_equal(sw["nbytes"], nbytes) and sw["nbytes"][0] == 8
+    # 8 bytes at 3.09821 Mbit/s: the 20.6 us of the latency table
+    assert np.isclose(sw["t_one_way_s"][0], 64 / 3.09821e6)
+    assert sw["t_one_way_s"][-1] > 10 * sw["t_one_way_s"][0]  # 64 KiB vs 8 B
+    assert "Tomkowicz" in sw["source"] and "2.7" in sw["source"]
+    assert "2.8" in ref.inter_node_sweep("isend_irecv")["source"]
+    with pytest.raises(ValueError, match="apis"):
+        ref.inter_node_sweep("put_get")

@@ -226,3 +226,22 @@ def test_generator_passes_a_generator_through_and_seeds_anything_else():
     assert model.bootstrap_ci(x, t, n_boot=20, rng=3) == model.bootstrap_ci(
         x, t, n_boot=20, rng=np.random.default_rng(3)
     )
+
+
+def test_the_null_max_of_p_pairs_grows_with_p_without_any_contention():
+    one_pair = np.random.default_rng(5).lognormal(mean=0.0, sigma=0.3, size=2000)
+    medians = [np.median(stats.null_max_of_pairs(one_pair, p, 4000, rng=1)) for p in (1, 2, 4, 8)]
+    assert np.all(np.diff(medians) > 0), medians
+    # its median is the 0.5^(1/p) quantile of one pair's samples
+    for p, med in zip((1, 2, 4, 8), medians, strict=True):
+        assert np.isclose(med, np.quantile(one_pair, 0.5 ** (1 / p)), rtol=0.03), p
+    assert stats.null_max_of_pairs(one_pair, 3).shape == one_pair.shape
+    with pytest.raises(ValueError, match="pairs must be at least 1"):
+        stats.null_max_of_pairs(one_pair, 0)
+
+
+def test_per_pair_medians_drop_ranks_that_did_not_time():
+    a = np.array([[1.0, 2.0, 3.0], [np.nan] * 3, [4.0, np.nan, 6.0]])
+    assert np.array_equal(stats.per_pair_medians(a), [2.0, 5.0])
+    with pytest.raises(ValueError, match="no rank"):
+        stats.per_pair_medians(np.full((2, 3), np.nan))
