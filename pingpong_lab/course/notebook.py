@@ -346,6 +346,17 @@ def samples_result(rows, kernel="student C") -> dict:
     }
 
 
+def save_result(name, **values) -> None:
+    """handoff.save(name, **values) and say where; while grading nothing is saved."""
+    from . import handoff
+
+    if grading.grading_mode():
+        print(f"(grading mode: {name} is not saved)")
+        return
+    path = handoff.save(name, **values)
+    print(f"saved {name} in {path.parent} (the next notebooks read it from there)")
+
+
 def break_it(experiment, sizes=None, stuck_after_s=None) -> dict:
     """Run one of the deadlock experiments (course.deadlocks) and print what happened."""
     from . import deadlocks

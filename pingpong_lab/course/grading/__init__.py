@@ -27,7 +27,7 @@ from .cbuild import (
     compile_student_c,
     instrument_c,
 )
-from .ctiming import c_one_way, c_sweep, check_c_timing
+from .ctiming import c_median_one_way, c_one_way, c_sweep, check_c_timing
 from .engine_checks import (
     c_pingpong_on_engines,
     check_c_payload,
@@ -75,6 +75,7 @@ __all__ = [
     "assert_close",
     "assert_fit_matches",
     "build_linfit",
+    "c_median_one_way",
     "c_one_way",
     "c_sweep",
     "c_linfit",

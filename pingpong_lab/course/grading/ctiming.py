@@ -192,6 +192,21 @@ def c_one_way(cluster, lib, nbytes=8, reps=200, warmup=20, timeout=ENGINE_TIMEOU
     return results[0]["one_way"]
 
 
+def c_median_one_way(cluster, lib, nbytes=8, reps=500, warmup=50, timeout=ENGINE_TIMEOUT_S):
+    """Median over round trips of the per-round-trip maximum over ranks of the learner's
+    samples at nbytes (seconds): robust to the stalls of a shared machine."""
+    from ...analysis import stats
+
+    results = c_timing_on_engines(cluster, lib, nbytes, reps, warmup, timeout=timeout)
+    raise_for_rc(results)
+    per_trip = stats.max_across_ranks([r["samples"] for r in results])
+    if not np.isfinite(per_trip).any() or np.nanmedian(per_trip) <= 0:
+        raise AssertionError(
+            f"{FUNCTION} left its samples empty or not positive: {per_trip[:5].tolist()} ..."
+        )
+    return float(np.nanmedian(per_trip))
+
+
 # -- notebook 02's sweep with the learner's own C timing loop and choose_reps --------------------
 def _c_sweep_on_engine(lib, reps_pkg, sizes, target_s, calibration_reps, min_reps):
     from mpi4py import MPI
