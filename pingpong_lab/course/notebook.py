@@ -197,6 +197,33 @@ def reference_pingpong(comm, sendbuf, recvbuf):
         comm.Send(recvbuf, dest=0, tag=0)
 
 
+def reference_time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup, clock=None):
+    """The course's time_pingpong (notebook 02, Part C): warm-up, Barrier, `reps` timed round
+    trips, the maximum over ranks of the elapsed time, divided by 2 * reps."""
+    from mpi4py import MPI
+
+    clock = MPI.Wtime if clock is None else clock
+    for _ in range(warmup):
+        pingpong(comm, sendbuf, recvbuf)
+    comm.Barrier()
+    start = clock()
+    for _ in range(reps):
+        pingpong(comm, sendbuf, recvbuf)
+    elapsed = comm.allreduce(clock() - start, op=MPI.MAX)
+    return elapsed / (2 * reps)
+
+
+def best_of(cluster, time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02) -> float:
+    """The smallest of `runs` one-way times measured with time_pingpong at nbytes on the engines.
+
+    A mean over round trips takes in every stall of a shared machine; the best of a few short
+    runs is what the loop itself costs, so two loops compared this way differ only by their
+    code, not by when the machine was busy.
+    """
+    rows = student_sweep(cluster, time_pingpong, None, pingpong, [nbytes] * runs, target_s)
+    return min(r["t_s"] for r in rows)
+
+
 def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
     from mpi4py import MPI
 
@@ -365,14 +392,18 @@ def break_it(experiment, sizes=None, stuck_after_s=None) -> dict:
     wait = grading.scale(deadlocks.STUCK_AFTER_S, 1.0) if stuck_after_s is None else stuck_after_s
     result = deadlocks.run(experiment, sizes, stuck_after_s=wait)
     done = result["completed"]
-    passed = f"{len(done)} size(s) went through" + (f" ({done[0]} .. {done[-1]} B)" if done else "")
+    passed = f"{len(done)} size(s) went through" + (
+        f" ({done[0]} .. {done[-1]} B); " if done else "; "
+    )
+    if experiment not in ("head-to-head", "ssend"):
+        passed = ""
     if result["stuck_at"] is not None:
         verdict = f"stuck at {result['stuck_at']} B (nothing moved for {wait:g} s): a deadlock"
     elif result["error"]:
         verdict = f"MPI reported an error: {result['error']}"
     else:
         verdict = "no deadlock, no error"
-    print(f"{experiment}: {passed}; {verdict} [{result['seconds']:.1f} s]")
+    print(f"{experiment}: {passed}{verdict} [{result['seconds']:.1f} s]")
     return result
 
 
