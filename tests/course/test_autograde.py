@@ -359,7 +359,9 @@ def _failing_cells(course: Path, student: str, name: str) -> dict:
     return {
         gid: [o.get("ename") or o.get("text", "")[:200] for o in c.get("outputs", [])]
         for gid, c in grade_cells(nb).items()
-        if any(o["output_type"] == "error" or o.get("name") == "stderr" for o in c["outputs"])
+        if any(
+            o["output_type"] == "error" or o.get("name") == "stderr" for o in c.get("outputs", [])
+        )
     }
 
 
