@@ -227,6 +227,33 @@ def reference_pingpong(comm, sendbuf, recvbuf):
         comm.Send(recvbuf, dest=0, tag=0)
 
 
+def reference_time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup, clock=None):
+    """The course's time_pingpong (notebook 02, Part C): warm-up, Barrier, `reps` timed round
+    trips, the maximum over ranks of the elapsed time, divided by 2 * reps."""
+    from mpi4py import MPI
+
+    clock = MPI.Wtime if clock is None else clock
+    for _ in range(warmup):
+        pingpong(comm, sendbuf, recvbuf)
+    comm.Barrier()
+    start = clock()
+    for _ in range(reps):
+        pingpong(comm, sendbuf, recvbuf)
+    elapsed = comm.allreduce(clock() - start, op=MPI.MAX)
+    return elapsed / (2 * reps)
+
+
+def best_of(cluster, time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02) -> float:
+    """The smallest of `runs` one-way times measured with time_pingpong at nbytes on the engines.
+
+    A mean over round trips takes in every stall of a shared machine; the best of a few short
+    runs is what the loop itself costs, so two loops compared this way differ only by their
+    code, not by when the machine was busy.
+    """
+    rows = student_sweep(cluster, time_pingpong, None, pingpong, [nbytes] * runs, target_s)
+    return min(r["t_s"] for r in rows)
+
+
 def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
     from mpi4py import MPI
 
@@ -324,6 +351,99 @@ def kernel_sweep(
     rows = _engine_sweep(cluster, settings, timeout, f"{kind} {mode}")
     run = schema.run_values({"kernel": kind, "mode": mode, "ranks": getattr(cluster, "n", None)})
     return [{**row.to_dict(), **run} for row in rows]
+
+
+# -- 02: the timing loop in C, the sweep it measures, and what it hands on ---------------------
+def run_c_timing(cluster, lib, nbytes=8, reps=1000, warmup=100) -> float:
+    """Run the learner's time_pingpong_c once on the engines and print what each rank got."""
+    from .grading import ctiming
+
+    results = ctiming.c_timing_on_engines(cluster, lib, nbytes, reps, warmup)
+    codes = {r["rc"] for r in results}
+    if codes != {0}:
+        stub = grading.NOT_IMPLEMENTED in codes
+        print(f"{ctiming.FUNCTION} returned", "NOT_IMPLEMENTED: write it first" if stub else codes)
+        return float("nan")
+    for r in results:
+        t = np.asarray(r["samples"], dtype=float) * 1e6
+        print(
+            f"rank {r['rank']}: one_way {r['one_way'] * 1e6:8.3f} us   samples: median "
+            f"{np.median(t):8.3f} us, min {t.min():8.3f} us, max {t.max():9.3f} us"
+        )
+    return results[0]["one_way"]
+
+
+def sweep_result(rows, kernel="student C", method="echo") -> dict:
+    """The values of handoff result "02_sweep" from ctiming.c_sweep rows.
+
+    t_one_way_s is, per size, the median over round trips of the per-round-trip maximum over
+    ranks; ci_lo_s and ci_hi_s its 95% confidence interval (order statistics).
+    """
+    from ..analysis import stats
+
+    medians, lows, highs = [], [], []
+    for row in rows:
+        per_trip = stats.max_across_ranks(row["samples"])
+        lo, hi, _ = stats.median_ci(per_trip)
+        medians.append(float(np.nanmedian(per_trip)))
+        lows.append(lo)
+        highs.append(hi)
+    return {
+        "nbytes": np.array([r["nbytes"] for r in rows], dtype=np.int64),
+        "t_one_way_s": np.array(medians),
+        "ci_lo_s": np.array(lows),
+        "ci_hi_s": np.array(highs),
+        "kernel": kernel,
+        "method": method,
+    }
+
+
+def samples_result(rows, kernel="student C") -> dict:
+    """The values of handoff result "02_samples": samples_s (sizes, ranks, reps).
+
+    Every size keeps the same number of round trips, the smallest count any size measured
+    (its first ones), so that the array is rectangular.
+    """
+    keep = min(np.asarray(r["samples"]).shape[1] for r in rows)
+    return {
+        "nbytes": np.array([r["nbytes"] for r in rows], dtype=np.int64),
+        "samples_s": np.stack([np.asarray(r["samples"], dtype=float)[:, :keep] for r in rows]),
+        "kernel": kernel,
+    }
+
+
+def save_result(name, **values) -> None:
+    """handoff.save(name, **values) and say where; while grading nothing is saved."""
+    from . import handoff
+
+    if grading.grading_mode():
+        print(f"(grading mode: {name} is not saved)")
+        return
+    path = handoff.save(name, **values)
+    print(f"saved {name} in {path.parent} (the next notebooks read it from there)")
+
+
+def break_it(experiment, sizes=None, stuck_after_s=None) -> dict:
+    """Run one of the deadlock experiments (course.deadlocks) and print what happened."""
+    from . import deadlocks
+
+    sizes = deadlocks.SIZES if sizes is None else sizes
+    wait = grading.scale(deadlocks.STUCK_AFTER_S, 1.0) if stuck_after_s is None else stuck_after_s
+    result = deadlocks.run(experiment, sizes, stuck_after_s=wait)
+    done = result["completed"]
+    passed = f"{len(done)} size(s) went through" + (
+        f" ({done[0]} .. {done[-1]} B); " if done else "; "
+    )
+    if experiment not in ("head-to-head", "ssend"):
+        passed = ""
+    if result["stuck_at"] is not None:
+        verdict = f"stuck at {result['stuck_at']} B (nothing moved for {wait:g} s): a deadlock"
+    elif result["error"]:
+        verdict = f"MPI reported an error: {result['error']}"
+    else:
+        verdict = "no deadlock, no error"
+    print(f"{experiment}: {passed}{verdict} [{result['seconds']:.1f} s]")
+    return result
 
 
 grading.seal(sys.modules[__name__])

@@ -244,6 +244,24 @@ def compile_c(
     return build_cached(name, source, compiler=compiler, flags=flags, extra=[*files, *extra])
 
 
+# mpi4py has a fixed number of slots (32) for Python error handlers per process, and freeing a
+# handler does not give its slot back: call_c creates one recorder per process and reuses it.
+_reported: list[str] = []
+_recorder = None
+
+
+def _error_recorder(MPI):
+    """This process's error handler that appends MPI's messages to _reported."""
+    global _recorder
+    if _recorder is None:
+
+        def record(_comm, code):
+            _reported.append(MPI.Get_error_string(code))
+
+        _recorder = MPI.Comm.Create_errhandler(record)
+    return _recorder
+
+
 def call_c(path, function: str, comm, *args, restype=ctypes.c_int, check_abi: bool = True):
     """Call `function(comm_handle, *args)` from a library (loaded once per process).
 
@@ -259,12 +277,8 @@ def call_c(path, function: str, comm, *args, restype=ctypes.c_int, check_abi: bo
     # carries on silently after, say, a truncated receive. During the call, an error handler
     # records what MPI reported; it is raised here, on the rank where it happened.
     MPI = environment.require_mpi4py()
-    reported: list[str] = []
-
-    def record(_comm, code):
-        reported.append(MPI.Get_error_string(code))
-
-    handler = MPI.Comm.Create_errhandler(record)
+    handler = _error_recorder(MPI)
+    _reported.clear()
     previous = comm.Get_errhandler()
     comm.Set_errhandler(handler)
     try:
@@ -272,10 +286,11 @@ def call_c(path, function: str, comm, *args, restype=ctypes.c_int, check_abi: bo
     finally:
         comm.Set_errhandler(previous)
         previous.Free()
-        handler.Free()
-    if reported:
+    if _reported:
+        reported = list(dict.fromkeys(_reported))
+        _reported.clear()
         raise KernelError(
-            f"MPI reported an error inside {function}(): {'; '.join(dict.fromkeys(reported))}. "
+            f"MPI reported an error inside {function}(): {'; '.join(reported)}. "
             "Check that both sides agree on peers, tags, counts and datatypes (a receive must "
             "be at least as large as the message)."
         )

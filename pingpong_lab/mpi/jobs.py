@@ -18,6 +18,7 @@ JOBS = {
     "sweep": "pingpong_lab.mpi.measure:sweep_job",  # pingpong-lab sweep, report
     "bench-round": "pingpong_lab.apps.bench.peers:round_job",  # one round of make bench
     "c-pingpong": "pingpong_lab.course.grading.engine_checks:c_pingpong_job",  # graded C, N ranks
+    "break-it": "pingpong_lab.course.deadlocks:experiment_job",  # notebook 02's deadlocks
 }
 
 

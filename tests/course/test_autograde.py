@@ -3,10 +3,11 @@
 Everything runs in a temporary copy of course/ so that the repository is never touched. One
 module-scoped fixture generates every assignment in course/source (so new notebooks are
 included automatically), submits, per assignment, the solution, the untouched release and a
-partly correct submission (one of which deadlocks), and for 01 correct variants and submissions
-that change the grader; it autogrades them all once, as a class (students in parallel, each in
-a sandbox where bubblewrap works); the tests then read the gradebook, the graded notebooks,
-course/grades.csv and the process table.
+partly correct submission (one of which deadlocks), for 01 and 02 a submission that fills only
+the exercises of the earlier course (no C timing loop, no interpretation), and for 01 correct
+variants and submissions that change the grader; it autogrades them all once, as a class
+(students in parallel, each in a sandbox where bubblewrap works); the tests then read the
+gradebook, the graded notebooks, course/grades.csv and the process table.
 """
 
 from __future__ import annotations
@@ -92,6 +93,51 @@ PARTIAL = {
         {"test_crossing_pairs": 0},
     ),
 }
+
+
+# Submissions that fill only the stubs the course had before the C timing loop and the answers
+# graded by hand: the solution with these cells put back as released, and the graded cells
+# that must then score 0.
+OLD_STUBS = {
+    "01_pingpong": ({"predict_deadlocks", "explain_deadlocks"}, {"explain_deadlocks"}),
+    "02_timing": (
+        {"time_pingpong_c", "predict_flat", "defend_numbers"},
+        {"test_c_timing_calls", "test_c_timing_engines", "defend_numbers"},
+    ),
+}
+
+
+def _with_released_cells(solution: dict, exercise: dict, grade_ids) -> dict:
+    """The solution notebook with the cells `grade_ids` as the release has them (stubs)."""
+    released = {
+        c["metadata"]["nbgrader"]["grade_id"]: c["source"]
+        for c in exercise["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") in grade_ids
+    }
+    assert set(released) == set(grade_ids), f"not in the release: {set(grade_ids) - set(released)}"
+    for cell in solution["cells"]:
+        gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if gid in released:
+            cell["source"] = released[gid]
+    return solution
+
+
+def manual_points(nb: dict) -> dict:
+    """grade_id -> points of the answers graded by hand (markdown answer cells)."""
+    return {
+        gid: c["metadata"]["nbgrader"]["points"]
+        for gid, c in grade_cells(nb).items()
+        if c["cell_type"] == "markdown"
+    }
+
+
+def task_points(nb: dict) -> float:
+    """Points of the task cells, scored by hand in Formgrader (autograde gives them 0)."""
+    return sum(
+        c["metadata"]["nbgrader"].get("points", 0)
+        for c in nb["cells"]
+        if c.get("metadata", {}).get("nbgrader", {}).get("task")
+    )
 
 
 # Submissions that change the grader instead of answering (01_pingpong): the learner's cell
@@ -284,6 +330,16 @@ def graded(tmp_path_factory):
                 for old, _ in pairs:  # else the "variant" would be the solution itself
                     assert any(old in cell for cell in cells), f"{student}: {old!r} is gone"
                 submit(course, student, name, solution, _replacing(pairs))
+    for name, (grade_ids, _) in OLD_STUBS.items():
+        if name in ASSIGNMENTS:
+            nb = _with_released_cells(
+                notebook(root / "solutions" / name / f"{name}.ipynb"),
+                notebook(root / "exercises" / name / f"{name}.ipynb"),
+                grade_ids,
+            )
+            target = course / "submitted" / "old_stubs" / name
+            target.mkdir(parents=True)
+            (target / f"{name}.ipynb").write_text(json.dumps(nb))
     if "01_pingpong" in ASSIGNMENTS:
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         for student in TAMPERED:
@@ -316,14 +372,14 @@ def graded(tmp_path_factory):
     }
 
 
-def _by_hand(name: str) -> float:
-    """Points of the parts an instructor scores by hand (task cells): autograde gives them 0."""
-    cells = notebook(COURSE / "source" / name / f"{name}.ipynb")["cells"]
-    return sum(
-        c["metadata"]["nbgrader"]["points"]
-        for c in cells
-        if c.get("metadata", {}).get("nbgrader", {}).get("task")
-    )
+def _graded_nb(course: Path, student: str, name: str) -> dict:
+    return notebook(course / "autograded" / student / name / f"{name}.ipynb")
+
+
+def _by_hand(course: Path, student: str, name: str) -> int:
+    """Points that wait for the instructor in this graded submission."""
+    nb = _graded_nb(course, student, name)
+    return sum(manual_points(nb).values()) + task_points(nb)
 
 
 def _failing_cells(course: Path, student: str, name: str) -> dict:
@@ -332,18 +388,66 @@ def _failing_cells(course: Path, student: str, name: str) -> dict:
     return {
         gid: [o.get("ename") or o.get("text", "")[:200] for o in c.get("outputs", [])]
         for gid, c in grade_cells(nb).items()
-        if any(o["output_type"] == "error" or o.get("name") == "stderr" for o in c["outputs"])
+        if any(
+            o["output_type"] == "error" or o.get("name") == "stderr" for o in c.get("outputs", [])
+        )
     }
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_the_solution_submitted_as_a_student_scores_full_marks(graded, name):
+    """Every autograded point; the answers graded by hand wait for the instructor (below)."""
     score, max_score = graded["scores"][(name, "solution")]
     assert max_score > 0
-    max_score -= _by_hand(name)  # the written parts wait for the instructor
-    if score != max_score:
+    by_hand = _by_hand(graded["course"], "solution", name)
+    if score != max_score - by_hand:
         failing = _failing_cells(graded["course"], "solution", name)
-        pytest.fail(f"{name}: solution scored {score}/{max_score}; failing cells: {failing}")
+        pytest.fail(
+            f"{name}: solution scored {score}/{max_score} ({by_hand} by hand); failing: {failing}"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(OLD_STUBS))
+def test_answers_graded_by_hand_wait_for_the_instructor_with_the_mark_scheme_beside_them(
+    graded, name
+):
+    """Formgrader shows the graded notebook: the mark scheme (removed from the release) is back
+    in the task cell above each answer. Once the instructor gives the model answers their
+    points, the solution has full marks."""
+    from nbgrader.api import Gradebook
+
+    if name not in ASSIGNMENTS:
+        pytest.skip(f"{name} is not in course/source")
+    course = graded["course"]
+    nb = _graded_nb(course, "solution", name)
+    manual = manual_points(nb)
+    assert manual and all(2 <= p <= 3 for p in manual.values()), manual
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") in manual:
+            assert "BEGIN MARK SCHEME" in "".join(cells[i - 1]["source"]), i
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        for gid in manual:
+            grade = gb.find_grade(gid, name, name, "solution")
+            assert grade.needs_manual_grade, gid
+            grade.manual_score = grade.max_score
+        gb.db.commit()
+        submission = gb.find_submission(name, "solution")
+        assert submission.score == submission.max_score
+
+
+@pytest.mark.parametrize("name", sorted(OLD_STUBS))
+def test_the_old_exercises_alone_no_longer_reach_full_marks(graded, name):
+    if name not in ASSIGNMENTS:
+        pytest.skip(f"{name} is not in course/source")
+    course = graded["course"]
+    score, max_score = graded["scores"][(name, "old_stubs")]
+    _, lost_cells = OLD_STUBS[name]
+    cells = grade_cells(_graded_nb(course, "old_stubs", name))
+    lost = sum(cells[gid]["metadata"]["nbgrader"]["points"] for gid in lost_cells)
+    assert score == max_score - lost, f"{name}: {score}/{max_score}, expected {max_score - lost}"
+    for gid in lost_cells:
+        assert cell_score(course, "old_stubs", name, gid) == 0, gid
 
 
 @pytest.mark.parametrize("name", [a for a in ASSIGNMENTS if hand_graded(a)])
@@ -370,7 +474,8 @@ def test_a_correct_variant_of_the_pingpong_scores_full_marks(graded, student):
     course = graded["course"]
     score, max_score = graded["scores"][(name, student)]
     failing = _failing_cells(course, student, name)
-    assert score == max_score, f"{student} scored {score}/{max_score}; failing cells: {failing}"
+    by_hand = _by_hand(course, student, name)
+    assert score == max_score - by_hand, f"{student} scored {score}/{max_score}; failing: {failing}"
     nb = notebook(course / "autograded" / student / name / f"{name}.ipynb")
     for gid in PINGPONG_CELLS:
         points = grade_cells(nb)[gid]["metadata"]["nbgrader"]["points"]
@@ -389,11 +494,11 @@ def test_a_partly_correct_submission_loses_exactly_the_broken_parts(graded, name
         pytest.skip(f"{name} is not in course/source")
     course = graded["course"]
     score, max_score = graded["scores"][(name, "partial")]
-    max_score -= _by_hand(name)
     _, broken = PARTIAL[name]
     nb = notebook(course / "autograded" / "partial" / name / f"{name}.ipynb")
     cells = grade_cells(nb)
     lost = sum(cells[gid]["metadata"]["nbgrader"]["points"] for gid in broken)
+    lost += _by_hand(course, "partial", name)  # the model answers wait for the instructor
     assert 0 < score < max_score
     assert score == max_score - lost, f"{name}: {score}/{max_score}, expected {max_score - lost}"
     for gid in broken:

@@ -106,8 +106,9 @@ def test_course_notebooks_shrink_in_grading_mode_and_stop_their_engines(name):
     assert "grading.quiet()" in code
 
 
-def test_the_released_c_stub_compiles_and_reports_not_implemented():
-    nb = json.loads((ROOT / "exercises" / "01_pingpong" / "01_pingpong.ipynb").read_text())
+@pytest.mark.parametrize("name", ["01_pingpong", "02_timing"])
+def test_the_released_c_stub_compiles_and_reports_not_implemented(name):
+    nb = json.loads((ROOT / "exercises" / name / f"{name}.ipynb").read_text())
     c_cells = [
         "".join(c["source"]) for c in nb["cells"] if preprocessors.is_c_cell("".join(c["source"]))
     ]

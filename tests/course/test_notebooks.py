@@ -1,4 +1,4 @@
-"""Notebooks 03 (variability), 04 (model fitting) and 05 (contention): structure and execution.
+"""Notebooks 01 (ping-pong) to 05 (contention): structure and execution.
 
 The structure tests read the source notebooks only (fast). The execution tests run each source
 notebook, solutions included, top to bottom in grading mode (PINGPONG_LAB_GRADING=1) in a
@@ -21,9 +21,15 @@ from tests.conftest import requires_mpi
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "course" / "source"
-NOTEBOOKS = ["03_variability", "04_model", "05_contention"]
-NEXT = {"03_variability": "04_model", "04_model": "05_contention", "05_contention": None}
-PART = re.compile(r"^## Part ([A-Z]) \((\d+) points?\)", re.MULTILINE)
+NOTEBOOKS = ["01_pingpong", "02_timing", "03_variability", "04_model", "05_contention"]
+NEXT = {
+    "01_pingpong": "02_timing",
+    "02_timing": "03_variability",
+    "03_variability": "04_model",
+    "04_model": "05_contention",
+    "05_contention": None,
+}
+PART = re.compile(r"^## Part ([A-Z])\b.*\((\d+) points?\)", re.MULTILINE)
 CELL_TIMEOUT_S = 150  # the course's nbgrader per-cell limit (course/nbgrader_config.py)
 
 
@@ -41,8 +47,12 @@ def text(cell: dict) -> str:
 
 
 def graded(nb: dict) -> list[tuple[int, dict]]:
-    """The autograded test cells (manually graded tasks are not among them)."""
-    return [(i, c) for i, c in enumerate(nb["cells"]) if meta(c).get("grade")]
+    """The autograded test cells (code); manually graded answers are markdown."""
+    return [
+        (i, c)
+        for i, c in enumerate(nb["cells"])
+        if meta(c).get("grade") and c["cell_type"] == "code"
+    ]
 
 
 def tasks(nb: dict) -> list[tuple[int, dict]]:
@@ -96,8 +106,9 @@ def test_every_graded_cell_follows_a_visible_check_cell(name):
         assert not check.get("solution") and not check.get("grade"), (
             f"{name} cell {i}: the code cell before a test is a check"
         )
-        sol = next(j for j in range(prev - 1, -1, -1) if cells[j]["cell_type"] == "code")
-        assert meta(cells[sol]).get("solution"), f"{name} cell {i}: check follows the solution"
+        assert any(meta(c).get("solution") for c in cells[:prev]), (
+            f"{name} cell {i}: a test needs a solution cell above it"
+        )
 
 
 def test_test_cells_have_a_docstring_hidden_tests_and_no_stderr(name):
@@ -113,7 +124,7 @@ def test_test_cells_have_a_docstring_hidden_tests_and_no_stderr(name):
 
 
 def test_solution_cells_are_stubs_with_docstrings(name):
-    cells = [c for c in load(name)["cells"] if meta(c).get("solution")]
+    cells = [c for c in load(name)["cells"] if meta(c).get("solution") and c["cell_type"] == "code"]
     assert cells, f"{name} has no exercise"
     for cell in cells:
         src = text(cell)
@@ -183,6 +194,76 @@ def test_written_answers_are_tasks_with_a_mark_scheme_that_the_release_removes(n
         for gid, src in ids.items():
             assert "MARK SCHEME" not in src and "Rubric" not in src, f"{folder.name}: {gid}"
             assert src.startswith("**F"), f"{folder.name}: {gid} keeps its question"
+
+
+def test_every_name_a_code_cell_reads_is_defined_above_it(name):
+    """A name from another notebook (02 once used 01's TAG) is a NameError for the learner."""
+    import builtins
+
+    from pingpong_lab.course import audit
+
+    known = set(dir(builtins)) | {"get_ipython", "display"}
+    for i, cell in enumerate(load(name)["cells"]):
+        tree = audit.parse(text(cell)) if cell["cell_type"] == "code" else None
+        if tree is None:
+            continue
+        missing = audit.free_names(tree) - known
+        assert not missing, f"{name} cell {i} reads {sorted(missing)}, defined nowhere above it"
+        known |= set(audit.bindings(tree))
+
+
+def manual_answers(nb: dict) -> list[int]:
+    return [
+        i
+        for i, c in enumerate(nb["cells"])
+        if meta(c).get("grade") and c["cell_type"] == "markdown"
+    ]
+
+
+def test_a_manually_graded_answer_follows_its_question_and_mark_scheme(name):
+    """The rubric lives in a read-only task cell just above the answer: nbgrader keeps it in the
+    gradebook (the instructor sees it in Formgrader) and removes it from the release."""
+    cells = load(name)["cells"]
+    for i in manual_answers(load(name)):
+        assert meta(cells[i]).get("solution") and 2 <= meta(cells[i])["points"] <= 3, i
+        task = cells[i - 1]
+        assert meta(task).get("task") and meta(task).get("locked"), f"{name} cell {i - 1}"
+        rubric = text(task)
+        assert rubric.index("BEGIN MARK SCHEME") < rubric.index("END MARK SCHEME"), i
+        assert "point" in rubric.split("BEGIN MARK SCHEME")[1], "the scheme gives points"
+
+
+@pytest.mark.parametrize("nb_name", ["01_pingpong", "02_timing"])
+def test_interpretation_is_graded_by_hand_and_the_release_hides_rubric_and_model_answer(nb_name):
+    source = load(nb_name)
+    answers = manual_answers(source)
+    assert answers, f"{nb_name} has no manually graded answer"
+    for folder in ("exercises", "solutions"):
+        released = json.loads((ROOT / folder / nb_name / f"{nb_name}.ipynb").read_text())
+        assert not any("MARK SCHEME" in text(c) for c in released["cells"]), folder
+    exercise = json.loads((ROOT / "exercises" / nb_name / f"{nb_name}.ipynb").read_text())
+    for i in manual_answers(exercise):
+        assert text(exercise["cells"][i]).strip() == "YOUR ANSWER HERE", i
+
+
+def test_published_latencies_of_head_to_head_exchanges_are_not_called_ping_pong(name):
+    """The AGH report's 0.19 us / 0.77 us were timed with both ranks sending first."""
+    for i, cell in enumerate(load(name)["cells"]):
+        src = text(cell)
+        if "AGH" in src and ("0.19 us" in src or "0.77 us" in src):
+            assert "head-to-head" in src or "head to head" in src, f"{name} cell {i}"
+
+
+@pytest.mark.parametrize("nb_name", ["01_pingpong", "02_timing"])
+def test_bandwidth_is_plotted_in_gib_per_s_and_says_how_it_was_measured(nb_name):
+    plotted = 0
+    for i, cell in enumerate(load(nb_name)["cells"]):
+        src = text(cell)
+        if cell["cell_type"] == "code" and "plots.bandwidth_plot(" in src:
+            plotted += 1
+            assert "label=" in src and "(GB/s)" not in src, f"{nb_name} cell {i}"
+        assert "(GB/s)" not in src, f"{nb_name} cell {i}: bandwidth in GiB/s (and Gbit/s)"
+    assert plotted or nb_name != "02_timing"
 
 
 # -- execution ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
     timing         FakeClock and the order of a timing loop's steps
     engine_checks  learners' Python and C ping-pongs on the engines and under mpiexec
     cbuild         instrumented builds of learners' C, notebook 04's linfit driver
+    ctiming        notebook 02's C timing loop on the engines: checks and the sweep
 """
 
 import sys
@@ -26,6 +27,7 @@ from .cbuild import (
     compile_student_c,
     instrument_c,
 )
+from .ctiming import c_median_one_way, c_one_way, c_sweep, check_c_timing
 from .engine_checks import (
     c_pingpong_on_engines,
     check_c_payload,
@@ -74,10 +76,14 @@ __all__ = [
     "assert_close",
     "assert_fit_matches",
     "build_linfit",
+    "c_median_one_way",
+    "c_one_way",
+    "c_sweep",
     "c_linfit",
     "c_pingpong_on_engines",
     "check_c_payload",
     "check_c_pingpong",
+    "check_c_timing",
     "check_c_with_ranks",
     "check_pickle_pingpong",
     "check_pairwise_exchange",

@@ -1,0 +1,262 @@
+"""Notebook 02's C timing loop: run a learner's time_pingpong_c on the engines, and check it.
+
+The learner writes
+
+    int time_pingpong_c(MPI_Comm comm, unsigned char *sendbuf, unsigned char *recvbuf,
+                        int nbytes, int reps, int warmup, double *samples, double *one_way);
+
+`warmup` untimed round trips, MPI_Barrier, then `reps` timed round trips read with MPI_Wtime:
+samples[i] is this rank's one-way time of round trip i (half of it), and *one_way the
+one-way time of the whole loop (elapsed / (2 reps)), agreed as the maximum over ranks with
+MPI_Allreduce(MPI_MAX). In the instrumented build (kernels_c/grading/pp_graded.h) MPI_Wtime is
+a fake clock that only point-to-point calls move, by (rank + 1) ticks each, so the check knows
+every sample in advance on any machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
+from .mode import ENGINE_TIMEOUT_S
+
+FUNCTION = "time_pingpong_c"
+TICK_S = 1e-6  # PP_GRADED_TICK_S in pp_graded.h
+# pp_graded_calls() kinds beyond the point-to-point ones, as in pp_graded.h
+TIMING_KINDS = {**GRADED_KINDS, 6: "Barrier", 7: "Wtime", 8: "Allreduce"}
+P2P = ("Send", "Ssend", "Recv", "Isend", "Irecv")
+MAX_CALLS = 512  # PP_GRADED_MAX
+
+
+def _c_timing_on_engine(lib, nbytes, reps, warmup, instrumented, keep_samples=True):
+    """Engine side: one call of the learner's time_pingpong_c; this rank's results."""
+    from mpi4py import MPI
+
+    from pingpong_lab.mpi import buffers, ckernels
+
+    comm = MPI.COMM_WORLD
+    sendbuf, recvbuf = buffers.aligned(max(nbytes, 1)), buffers.aligned(max(nbytes, 1))
+    samples = np.full(max(reps, 1), np.nan)
+    one_way = ctypes.c_double(np.nan)
+    handle = ckernels.load(lib)
+    if instrumented:
+        handle.pp_graded_reset()
+    comm.Barrier()
+    rc = ckernels.call_c(
+        lib,
+        FUNCTION,
+        comm,
+        sendbuf.ctypes.data_as(ctypes.c_void_p),
+        recvbuf.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_int(nbytes),
+        ctypes.c_int(reps),
+        ctypes.c_int(warmup),
+        samples.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        ctypes.byref(one_way),
+    )
+    result = {"rank": comm.Get_rank(), "rc": int(rc), "one_way": float(one_way.value)}
+    if keep_samples:
+        result["samples"] = samples[:reps].tolist()
+    if instrumented:
+        out = (ctypes.c_int * (4 * MAX_CALLS))()
+        n = handle.pp_graded_calls(out, MAX_CALLS)
+        result["ncalls"] = int(n)
+        result["calls"] = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, MAX_CALLS))]
+    return result
+
+
+def c_timing_on_engines(
+    cluster, lib, nbytes=8, reps=10, warmup=2, instrumented=False, timeout=ENGINE_TIMEOUT_S
+):
+    """time_pingpong_c on every engine; per-rank dicts (rank, rc, one_way, samples[, calls])."""
+    return cluster.run(
+        _c_timing_on_engine,
+        str(lib),
+        int(nbytes),
+        int(reps),
+        int(warmup),
+        bool(instrumented),
+        timeout=timeout,
+    )
+
+
+def raise_for_rc(results) -> None:
+    for res in results:
+        if res["rc"] == NOT_IMPLEMENTED:
+            raise AssertionError(f"{FUNCTION} is not implemented yet (it returned NOT_IMPLEMENTED)")
+        if res["rc"] != 0:
+            raise AssertionError(f"{FUNCTION} returned {res['rc']} on rank {res['rank']}, not 0")
+
+
+def _kinds(calls) -> list[str]:
+    return [TIMING_KINDS.get(kind, str(kind)) for kind, *_ in calls]
+
+
+def _shown(kinds) -> str:
+    """'Send, Recv (x3), Barrier, ...': runs of the same call folded."""
+    out: list[str] = []
+    for kind in kinds:
+        if out and out[-1][0] == kind:
+            out[-1][1] += 1
+        else:
+            out.append([kind, 1])
+    return ", ".join(k if n == 1 else f"{k} (x{n})" for k, n in out)
+
+
+def check_timing_calls(calls, ncalls, warmup, reps, rank=0) -> None:
+    """AssertionError unless one rank's recorded calls are a honest timing loop.
+
+    Expected order: the warm-up's point-to-point calls, MPI_Barrier, MPI_Wtime, the timed
+    round trips (with the Wtime readings that fill the samples), MPI_Allreduce with MPI_MAX.
+    """
+    if ncalls > len(calls):
+        raise AssertionError(
+            f"rank {rank} made {ncalls} MPI calls for {warmup} warm-up and {reps} timed round "
+            "trips: too many to be one Barrier, the round trips and a few clock readings"
+        )
+    kinds = _kinds(calls)
+    where = f"(rank {rank}, warmup={warmup}, reps={reps}, calls: {_shown(kinds)})"
+    if "Barrier" not in kinds:
+        raise AssertionError(f"call MPI_Barrier(comm) once before the timed loop {where}")
+    if "Wtime" not in kinds:
+        raise AssertionError(f"read the clock with MPI_Wtime() {where}")
+    barrier, first_clock = kinds.index("Barrier"), kinds.index("Wtime")
+    if first_clock < barrier:
+        raise AssertionError(
+            "the first MPI_Wtime() comes before MPI_Barrier: start the clock after the ranks "
+            f"have met {where}"
+        )
+    warm = sum(k in P2P for k in kinds[:barrier])
+    if warm != 2 * warmup:
+        raise AssertionError(
+            f"before MPI_Barrier there should be the {warmup} warm-up round trips "
+            f"({2 * warmup} point-to-point calls on ranks 0 and 1), found {warm} {where}"
+        )
+    between = sum(k in P2P for k in kinds[barrier:first_clock])
+    if between:
+        raise AssertionError(f"start the clock right after MPI_Barrier {where}")
+    last_clock = len(kinds) - 1 - kinds[::-1].index("Wtime")
+    timed = sum(k in P2P for k in kinds[first_clock:last_clock])
+    if timed != 2 * reps:
+        raise AssertionError(
+            f"between the first and the last MPI_Wtime() there should be {reps} round trips "
+            f"({2 * reps} point-to-point calls), found {timed} {where}"
+        )
+    reductions = [c for c, k in zip(calls, kinds) if k == "Allreduce"]
+    if not reductions:
+        raise AssertionError(f"agree on the result with MPI_Allreduce(..., MPI_MAX, comm) {where}")
+    _, is_max, is_double, nbytes = reductions[-1]
+    if not is_max:
+        raise AssertionError(f"MPI_Allreduce must use MPI_MAX (the slowest rank's time) {where}")
+    if not is_double or nbytes != 8:
+        raise AssertionError(f"reduce one MPI_DOUBLE (the one-way time) {where}")
+    if kinds.index("Allreduce") < last_clock:
+        raise AssertionError(f"reduce after the timed loop, not inside it {where}")
+
+
+def check_c_timing(cluster, lib_instrumented, nbytes=64, reps=5, warmup=3) -> bool:
+    """The instrumented build on the engines: call order per rank, samples and the result.
+
+    With the fake clock rank r's round trip takes 2 (r + 1) ticks, so rank r's samples are all
+    (r + 1) ticks (half a round trip), and *one_way is the largest of them on every rank.
+    """
+    results = c_timing_on_engines(cluster, lib_instrumented, nbytes, reps, warmup, True)
+    raise_for_rc(results)
+    for res in results[:2]:
+        check_timing_calls(res["calls"], res["ncalls"], warmup, reps, res["rank"])
+    for res in results[:2]:
+        want = (res["rank"] + 1) * TICK_S
+        got = np.asarray(res["samples"], dtype=float)
+        if not np.allclose(got, want, rtol=1e-6, atol=0):
+            raise AssertionError(
+                f"rank {res['rank']}: every sample should be half of its round trip, "
+                f"{want:.3g} s with the grader's clock; got {np.round(got, 12).tolist()} "
+                "(samples[i] = (time after round trip i - time before it) / 2)"
+            )
+    want = 2 * TICK_S  # the slower of ranks 0 and 1 (idle ranks make no round trip)
+    for res in results:
+        if not np.isclose(res["one_way"], want, rtol=1e-6, atol=0):
+            raise AssertionError(
+                f"rank {res['rank']}: *one_way should be {want:.3g} s, the slowest rank's "
+                f"elapsed / (2 * reps) agreed with MPI_MAX; got {res['one_way']:.6g} s"
+            )
+    return True
+
+
+def c_one_way(cluster, lib, nbytes=8, reps=200, warmup=20, timeout=ENGINE_TIMEOUT_S) -> float:
+    """The learner's *one_way at nbytes on the engines (rank 0's value), in seconds."""
+    results = c_timing_on_engines(cluster, lib, nbytes, reps, warmup, timeout=timeout)
+    raise_for_rc(results)
+    return results[0]["one_way"]
+
+
+def c_median_one_way(cluster, lib, nbytes=8, reps=500, warmup=50, timeout=ENGINE_TIMEOUT_S):
+    """Median over round trips of the per-round-trip maximum over ranks of the learner's
+    samples at nbytes (seconds): robust to the stalls of a shared machine."""
+    from ...analysis import stats
+
+    results = c_timing_on_engines(cluster, lib, nbytes, reps, warmup, timeout=timeout)
+    raise_for_rc(results)
+    per_trip = stats.max_across_ranks([r["samples"] for r in results])
+    if not np.isfinite(per_trip).any() or np.nanmedian(per_trip) <= 0:
+        raise AssertionError(
+            f"{FUNCTION} left its samples empty or not positive: {per_trip[:5].tolist()} ..."
+        )
+    return float(np.nanmedian(per_trip))
+
+
+# -- notebook 02's sweep with the learner's own C timing loop and choose_reps --------------------
+def _c_sweep_on_engine(lib, reps_pkg, sizes, target_s, calibration_reps, min_reps):
+    from mpi4py import MPI
+
+    from pingpong_lab.engines.shipping import unship
+
+    choose_reps = unship(reps_pkg)
+    comm = MPI.COMM_WORLD
+    rows = []
+    for nbytes in sizes:
+        cal = _c_timing_on_engine(lib, nbytes, calibration_reps, 2, False, keep_samples=False)
+        if cal["rc"] != 0:
+            return {"rank": comm.Get_rank(), "rc": cal["rc"], "rows": rows}
+        cal_s = 2 * cal["one_way"] * calibration_reps  # the round trips' elapsed time
+        reps = int(choose_reps(comm, cal_s, calibration_reps, target_s, min_reps=min_reps))
+        warmup = max(2, min(200, reps // 10))
+        res = _c_timing_on_engine(lib, nbytes, reps, warmup, False)
+        if res["rc"] != 0:
+            return {"rank": comm.Get_rank(), "rc": res["rc"], "rows": rows}
+        everyone = comm.gather(np.asarray(res["samples"], dtype=float), root=0)
+        rows.append(
+            {
+                "nbytes": int(nbytes),
+                "reps": reps,
+                "one_way": res["one_way"],
+                "samples": np.vstack(everyone) if everyone is not None else None,
+            }
+        )
+    return {"rank": comm.Get_rank(), "rc": 0, "rows": rows}
+
+
+def c_sweep(
+    cluster, lib, choose_reps, sizes, target_s=0.05, calibration_reps=5, min_reps=10, timeout=300
+) -> list[dict]:
+    """Every size timed by the learner's time_pingpong_c, repetitions from their choose_reps.
+
+    Returns rank 0's rows: nbytes, reps, one_way (the C function's result) and samples, an
+    array (ranks, reps) of every rank's one-way time per round trip.
+    """
+    from ...engines.shipping import ship
+
+    results = cluster.run(
+        _c_sweep_on_engine,
+        str(lib),
+        ship(choose_reps),
+        [int(s) for s in sizes],
+        float(target_s),
+        int(calibration_reps),
+        int(min_reps),
+        timeout=timeout,
+    )
+    raise_for_rc(results)
+    return results[0]["rows"]

@@ -1,0 +1,48 @@
+"""Breaking a ping-pong on purpose: each experiment ends by itself and leaves nothing behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from pingpong_lab.course import deadlocks
+
+from ..conftest import requires_mpi
+
+
+@requires_mpi
+def test_head_to_head_sends_pass_small_sizes_and_stop_at_one_size():
+    result = deadlocks.run("head-to-head", sizes=deadlocks.SIZES)
+    stuck = result["stuck_at"]
+    assert stuck is None or stuck in deadlocks.SIZES
+    assert all(size < (stuck or float("inf")) for size in result["completed"])
+    if stuck is not None:
+        assert result["completed"] == [s for s in deadlocks.SIZES if s < stuck]
+    assert deadlocks.first_deadlock(result) == (-1 if stuck is None else stuck)
+
+
+@requires_mpi
+@pytest.mark.parametrize("experiment", ["ssend", "tag"])
+def test_synchronous_sends_and_a_wrong_tag_hang_at_once(experiment):
+    result = deadlocks.run(experiment, sizes=(8, 16), stuck_after_s=1.0)
+    assert result["stuck_at"] == 8 and result["completed"] == []
+
+
+@requires_mpi
+def test_a_short_receive_buffer_is_an_mpi_error_not_a_hang():
+    result = deadlocks.run("truncate")
+    assert result["stuck_at"] is None
+    assert "truncat" in result["error"].lower()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("sideways",), "unknown experiment"),
+        (("ssend", [16, 8]), "ascending"),
+        (("ssend", []), "ascending"),
+        (("ssend", (8,), 0), "positive"),
+    ],
+)
+def test_bad_arguments_are_refused_with_a_reason(args, message):
+    with pytest.raises(ValueError, match=message):
+        deadlocks.run(*args)
