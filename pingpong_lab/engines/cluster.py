@@ -240,8 +240,13 @@ class MPICluster:
         return {
             "client": json.loads(client.read_text()),
             "mpiexec": [pid for pid in mpiexec if pid],
-            "pids": sorted(self._pids - {self._watchdog.pid if self._watchdog else -1}),
+            "pids": sorted(self.job_pids),
         }
+
+    @property
+    def job_pids(self) -> set[int]:
+        """The processes of the MPI job and its controller (every pid but the watchdog's)."""
+        return self.pids - {self._watchdog.pid if self._watchdog else -1}
 
     def _start_watchdog(self) -> None:
         """A separate process that ends this cluster's processes if this process dies first."""

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..errors import ClusterStartError
 from .cluster import POOL_ENV, MPICluster
+from .watchdog import end_processes
 
 ANSWER_TIMEOUT_S = 5.0  # engines that do not answer a ping in this time are replaced
 
@@ -81,7 +82,11 @@ class EnginePool:
         os.replace(tmp, self.entry(n))
 
     def close(self) -> None:
-        """Stop every engine of the pool and remove its folder."""
+        """Stop every engine of the pool and remove its folder.
+
+        The engines are ended at once (a graceful ipyparallel shutdown takes seconds and there
+        is nothing to save), then each cluster is stopped (its watchdog, its files)."""
+        end_processes([pid for c in self.clusters.values() for pid in c.job_pids], grace_s=1.0)
         for cluster in self.clusters.values():
             cluster.stop()
         self.clusters.clear()
