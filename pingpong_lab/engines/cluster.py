@@ -191,12 +191,17 @@ class MPICluster:
         import ipyparallel as ipp
 
         try:
-            lent = json.loads(entry.read_text())
+            lent = {**json.loads(entry.read_text()), "entry": str(entry)}
+        except (OSError, ValueError):
+            return False  # taken out of the pool meanwhile
+        try:
             self._client = ipp.Client(lent["client"])
             self._client.wait_for_engines(self.n, timeout=10, block=True, interactive=False)
-            self._borrowed = {**lent, "entry": str(entry)}
+            self._borrowed = lent
             self._check_engines(10, before=(_work_in, os.getcwd()))
-        except Exception:
+        except Exception:  # engines that do not answer in time are ended: the pool replaces them
+            self._borrowed = lent
+            self._end_borrowed_engines()
             self.stop()
             return False
         if self.n > environment.cpu_count():
