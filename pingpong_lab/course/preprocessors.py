@@ -207,7 +207,8 @@ class _StudentPool:
         atexit.register(self.close)
 
     def ready(self, student, sizes, memory_limit_mb: int) -> None:
-        if self.pool is None or student != self.student:
+        """Engines of `sizes` for this student; a student unknown (None) shares with no one."""
+        if self.pool is None or student is None or student != self.student:
             self.close()
             self.pool = EnginePool(mpiexec_prefix=memory_limit_prefix(memory_limit_mb))
             self.student = student
@@ -331,7 +332,7 @@ class CrashTolerantExecute(Execute):
         started = monotonic()
         while True:
             self._cleanup_kernel()  # the dead kernel's connection file and ports
-            self._engines_ready()  # what the dead kernel left running on them is stopped
+            self._engines_ready()  # engines still busy with the dead kernel's work: replaced
             self.km = self.create_kernel_manager()
             self.start_new_kernel()
             self.start_new_kernel_client()
