@@ -270,11 +270,14 @@ def cmd_solutions(course: Path) -> int:
 
 
 def time_grading(course: Path, student: str = "timing") -> dict:
-    """Autograde the solution notebooks as one student's submission, in a scratch course copy.
+    """Grade the solution notebooks as one student's submission, in a scratch course copy.
 
-    Returns {"autograde_s", "notebooks", "score", "max_score"}: the cost of grading one whole
-    submission (every notebook executed in grading mode), as `make autograde` would.
+    Returns {"autograde_s", "notebooks", "score", "max_score"}: the wall time of grading one
+    whole submission as `make autograde JOBS=1` does (sandbox, every notebook executed in
+    grading mode, feedback).
     """
+    from . import classgrade
+
     course = Path(course).resolve()
     with tempfile.TemporaryDirectory(prefix="pingpong-lab-grading-") as tmp:
         work = Path(tmp) / "course"
@@ -284,9 +287,12 @@ def time_grading(course: Path, student: str = "timing") -> dict:
         nbgrader(work, "generate_assignment", "*", "--force", "--log-level=WARN")
         for name in names:
             shutil.copytree(course.parent / "solutions" / name, work / "submitted" / student / name)
-        start = time.perf_counter()
-        nbgrader(work, "autograde", "*", "--force", "--log-level=WARN")
-        elapsed = time.perf_counter() - start
+        isolate = classgrade.sandbox_problem() is None
+        timeout = classgrade.SUBMISSION_TIMEOUT_S
+        outcome = classgrade.grade_one(work, student, names, timeout, isolate)
+        if outcome.status != "ok":
+            raise RuntimeError(f"grading the solutions {outcome.status}: {outcome.why}")
+        elapsed = outcome.seconds
         graded = scores(work)
     return {
         "autograde_s": elapsed,
@@ -301,12 +307,15 @@ def time_class_grading(course: Path, count: int, jobs: list[int], name="01_pingp
 
     The throughput of `make autograde JOBS=N` (benchmark, not test): a scratch course copy,
     `count` students who each submit the solution notebook, graded once per entry of `jobs`.
-    Returns {"count", "notebook", "seconds": {jobs: s}, "scores_ok": bool}.
+    Returns {"count", "notebook", "seconds": {jobs: s}, "scores_ok": bool, "survivors": [...]}:
+    scores_ok when every student has every part, survivors the processes still running in the
+    scratch course after each run (none expected).
     """
     from . import classgrade
 
     course = Path(course).resolve()
     out: dict = {"count": count, "notebook": name, "seconds": {}, "scores_ok": True}
+    out["survivors"] = []
     with tempfile.TemporaryDirectory(prefix="pingpong-lab-class-") as tmp:
         work = Path(tmp) / "course"
         shutil.copytree(course / "source" / name, work / "source" / name)
@@ -324,7 +333,24 @@ def time_class_grading(course: Path, count: int, jobs: list[int], name="01_pingp
                 for o in outcomes
             )
             out["scores_ok"] = out["scores_ok"] and full
+            out["survivors"] += processes_under(Path(tmp))
     return out
+
+
+def processes_under(folder: Path, wait_s: float = 10.0) -> list[str]:
+    """Processes (not zombies) still working in `folder` after up to wait_s seconds."""
+    import psutil
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = []
+        for proc in psutil.process_iter(["pid", "cmdline", "status", "cwd"]):
+            cwd = proc.info["cwd"] or ""
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and cwd.startswith(str(folder)):
+                left.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])[:100]}")
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
 
 
 def time_notebooks(course: Path) -> dict[str, float]:

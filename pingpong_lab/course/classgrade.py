@@ -3,7 +3,8 @@
     python -m pingpong_lab.course.build autograde --jobs 4     # or: make autograde JOBS=4
 
 Each student's submission (every notebook in course/submitted/<student>/) is graded by its own
-`nbgrader autograde --student <id>` and `nbgrader generate_feedback --student <id>`, in its own
+nbgrader autograde and generate_feedback, both in one Python process (`python -m
+pingpong_lab.course.classgrade <course> <student>`: nbgrader's start-up is paid once), in its own
 process group with its own temporary directory, under a wall-clock deadline; when the deadline
 passes, the whole group (kernel, engines, mpiexec) is ended and the submission is reported as
 failed, never half-recorded. Up to `jobs` submissions run at once. They share the one SQLite
@@ -94,12 +95,47 @@ def default_jobs() -> int:
     return max(1, cpu_count())
 
 
-def _nbgrader(course: Path, args: list[str], timeout: float, env: dict, wrap=()) -> None:
-    cmd = [*wrap, sys.executable, "-m", "nbgrader", *args]
+def grade_student(course: Path, student: str, out=sys.stderr, gradebook=None) -> int:
+    """nbgrader autograde, then generate_feedback, of every notebook of one student, in this
+    process; the MPI engines lent to the student's notebooks are stopped in between. Returns
+    the exit status (1 with the step and its error written to `out` when a step fails).
+    `gradebook`: an SQLite file to record the scores in instead of the course's."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import load_pyconfig_files
+
+    from .preprocessors import ENGINE_POOL
+
+    config = load_pyconfig_files(["nbgrader_config.py"], str(course))
+    if gradebook is not None:
+        config.CourseDirectory.db_url = f"sqlite:///{Path(gradebook).resolve()}"
+    api = NbGraderAPI(config=config)
+    steps = {
+        "autograde": lambda: api.autograde("*", student, force=True, create=True),
+        "generate_feedback": lambda: api.generate_feedback("*", student, force=True),
+    }
+    for step, run in steps.items():
+        try:
+            result = run()
+        finally:
+            ENGINE_POOL.close()
+        if not result["success"]:
+            problems = [ln for ln in result.get("log", "").splitlines() if "ERROR" in ln]
+            why = (result.get("error") or "").strip().splitlines()[-1:] + problems[-2:]
+            print(f"nbgrader {step} failed: " + " | ".join(why), file=out)
+            return 1
+    return 0
+
+
+def _grade_in_group(
+    course: Path, student: str, timeout: float, env: dict, wrap=(), gradebook=None
+) -> None:
+    cmd = [*wrap, sys.executable, "-m", "pingpong_lab.course.classgrade", str(course), student]
+    if gradebook is not None:
+        cmd.append(str(Path(gradebook).resolve()))
     proc = run_group(cmd, timeout, env=env, cwd=course)
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        raise RuntimeError(f"nbgrader {args[0]} exited with {proc.returncode}: {tail}")
+        raise RuntimeError(f"grading exited with {proc.returncode}: {tail}")
 
 
 def grade_one(
@@ -116,7 +152,7 @@ def grade_one(
     task's own gradebook, merged later by arraygrade)."""
     outcome = Outcome(student, assignments)
     start = time.perf_counter()
-    deadline = start + timeout
+    deadline = start + timeout  # sandbox set-up included
     wrap = sandbox(course, student) if isolate else []
     with tempfile.TemporaryDirectory(prefix=f"pingpong-grade-{student}-") as tmp:
         env = {**os.environ, "PINGPONG_LAB_GRADING": "1"}
@@ -124,12 +160,8 @@ def grade_one(
         if not wrap:
             env["TMPDIR"] = tmp
         try:
-            for step in ("autograde", "generate_feedback"):
-                left = max(1.0, deadline - time.perf_counter())
-                args = [step, "*", "--student", student, "--force", "--log-level=WARN"]
-                if gradebook is not None:
-                    args.append(f"--CourseDirectory.db_url=sqlite:///{Path(gradebook).resolve()}")
-                _nbgrader(course, args, left, env, wrap)
+            left = max(1.0, deadline - time.perf_counter())
+            _grade_in_group(course, student, left, env, wrap, gradebook)
         except subprocess.TimeoutExpired:
             outcome.status, outcome.why = "timeout", f"over {timeout:.0f} s"
         except (RuntimeError, OSError) as exc:
@@ -230,3 +262,8 @@ def report(outcomes: list[Outcome], wall_s: float, out=sys.stdout) -> None:
         print(f"  {o.student}: {o.status} ({o.why})", file=out)
     slowest = sorted(outcomes, key=lambda o: -o.seconds)[:3]
     print("slowest: " + ", ".join(f"{o.student} {o.seconds:.0f} s" for o in slowest), file=out)
+
+
+if __name__ == "__main__":  # one student, inside its sandbox (see grade_one)
+    book = sys.argv[3] if len(sys.argv) > 3 else None
+    sys.exit(grade_student(Path(sys.argv[1]).resolve(), sys.argv[2], gradebook=book))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import math
+import os
+import re
 import signal
 import sys
 from time import monotonic
@@ -11,8 +14,10 @@ import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, Unicode
 
+from ..engines.cluster import POOL_ENV
+from ..engines.pool import EnginePool
 from .audit import audit_notebook
 from .cells import is_c_cell, is_test
 
@@ -153,6 +158,12 @@ RESTARTED_AFTER_MEMORY_ERROR = (
 )
 
 
+def memory_limit_prefix(limit_mb: int) -> list[str]:
+    """The command that runs the command after it with at most limit_mb MiB of private memory
+    per process (nothing when limit_mb is 0)."""
+    return [sys.executable, "-c", SET_DATA_LIMIT_AND_EXEC, str(limit_mb)] if limit_mb else []
+
+
 class MemoryLimitedKernelManager(AsyncKernelManager):
     """nbgrader's kernel manager, starting the kernel with a limit on its memory (RLIMIT_DATA).
 
@@ -166,11 +177,52 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
     ).tag(config=True)
 
     def format_kernel_cmd(self, extra_arguments=None):
-        cmd = super().format_kernel_cmd(extra_arguments)
-        if not self.memory_limit_mb:
-            return cmd
-        limit = [sys.executable, "-c", SET_DATA_LIMIT_AND_EXEC, str(self.memory_limit_mb)]
-        return limit + cmd
+        return memory_limit_prefix(self.memory_limit_mb) + super().format_kernel_cmd(
+            extra_arguments
+        )
+
+
+# -- MPI engines shared by the notebooks of one submission ------------------------------------
+# `MPICluster(n=2)`, `MPICluster(4, ...)`: the engine sizes a notebook starts
+_CLUSTER_SIZE = re.compile(r"\bMPICluster\(\s*(?:n\s*=\s*)?(\d+)")
+
+
+def engine_sizes(cells) -> set[int]:
+    """The numbers of engines that the code cells of a notebook start."""
+    return {
+        int(n)
+        for cell in cells
+        if cell.cell_type == "code"
+        for n in _CLUSTER_SIZE.findall(cell.source)
+    }
+
+
+class _StudentPool:
+    """The engine pool of the student being graded: a new one (and the old one stopped) for
+    every other student, so that no state crosses from one submission to another."""
+
+    def __init__(self):
+        self.student = None
+        self.pool: EnginePool | None = None
+        atexit.register(self.close)
+
+    def ready(self, student, sizes, memory_limit_mb: int) -> None:
+        """Engines of `sizes` for this student; a student unknown (None) shares with no one."""
+        if self.pool is None or student is None or student != self.student:
+            self.close()
+            self.pool = EnginePool(mpiexec_prefix=memory_limit_prefix(memory_limit_mb))
+            self.student = student
+            os.environ.update(self.pool.env)  # the kernels started from here borrow them
+        self.pool.ready(sizes)
+
+    def close(self) -> None:
+        os.environ.pop(POOL_ENV, None)
+        if self.pool is not None:
+            self.pool.close()
+        self.pool = self.student = None
+
+
+ENGINE_POOL = _StudentPool()
 
 
 class CrashTolerantExecute(Execute):
@@ -188,7 +240,16 @@ class CrashTolerantExecute(Execute):
 
     notebook_timeout bounds the whole notebook, restarts included: each cell's timeout is cut to
     the time left, and the cells after the deadline are not run (NotebookTimeoutError).
+
+    With engine_pool, the MPI engines that the notebook starts (`MPICluster(n=...)` in its code)
+    are started before its kernel, once per student: the kernels of that student's notebooks
+    borrow them (pingpong_lab/engines/pool.py), cleared and checked before each notebook and
+    after a kernel death, replaced when they do not answer. Another student gets other engines.
     """
+
+    engine_pool = Bool(
+        True, help="Lend pre-started MPI engines to the kernels of one student's notebooks"
+    ).tag(config=True)
 
     notebook_timeout = Integer(
         900, help="Seconds for executing one whole notebook, restarts included (0: no limit)"
@@ -203,7 +264,20 @@ class CrashTolerantExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._skip = set()
         self._deadline = monotonic() + self.notebook_timeout if self.notebook_timeout else None
+        self._student = ((resources or {}).get("nbgrader") or {}).get("student")
+        self._sizes = engine_sizes(nb.cells) if self.engine_pool else set()
+        self._engines_ready()
         return super().preprocess(nb, resources, km)
+
+    def _engines_ready(self) -> None:
+        """Cleared, answering pool engines for this notebook (and none of another student's)."""
+        if not self.engine_pool:
+            ENGINE_POOL.close()
+            return
+        limit = MemoryLimitedKernelManager(parent=self).memory_limit_mb
+        started = monotonic()
+        ENGINE_POOL.ready(self._student, self._sizes, limit)
+        self.log.info("engines %s ready in %.1f s", sorted(self._sizes), monotonic() - started)
 
     def _time_left(self) -> float | None:
         return None if self._deadline is None else self._deadline - monotonic()
@@ -258,6 +332,7 @@ class CrashTolerantExecute(Execute):
         started = monotonic()
         while True:
             self._cleanup_kernel()  # the dead kernel's connection file and ports
+            self._engines_ready()  # engines still busy with the dead kernel's work: replaced
             self.km = self.create_kernel_manager()
             self.start_new_kernel()
             self.start_new_kernel_client()

@@ -13,6 +13,11 @@ engines with this MPI's mpiexec; "slurm" starts them as a Slurm job through ipyp
 SlurmEngineSetLauncher (`srun --mpi=pmi2 ipengine` in an sbatch script, the controller stays
 here), or, inside an allocation ($SLURM_JOB_ID set), as a job step of it with
 `srun --mpi=pmi2`. See slurm_launch.py.
+
+When PINGPONG_LAB_ENGINE_POOL names a folder of pre-started engines (see pool.py: grading starts
+them once per submission), start() borrows the engines of its size from there instead of
+starting its own, and stop() gives them back. A borrowed cluster that deadlocks or crashes ends
+the pool's engines of that size and goes on with engines of its own.
 """
 
 from __future__ import annotations
@@ -29,16 +34,18 @@ import time
 import uuid
 import warnings
 import weakref
+from pathlib import Path
 
 import psutil
 
 from ..errors import ClusterStartError, DeadlockError, EngineCrashError, RemoteError
 from ..mpi import environment
 from . import slurm_launch
-from .watchdog import end_processes
+from .watchdog import alive, end_processes
 
 DEFAULT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 90.0
+POOL_ENV = "PINGPONG_LAB_ENGINE_POOL"  # a folder of <n>.json: engines lent by an EnginePool
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
 
@@ -60,6 +67,26 @@ def _engine_placement():
     return {**environment.rank_placement(MPI.COMM_WORLD.Get_rank()), "pid": os.getpid()}
 
 
+def _work_in(folder: str) -> None:
+    """On a borrowed engine: work where the borrowing kernel works (files, imports)."""
+    os.chdir(folder)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
+def _pong() -> int:
+    return os.getpid()
+
+
+def pool_entry(n: int) -> Path | None:
+    """The file that lends pre-started engines of size n to this process, if there is one."""
+    folder = os.environ.get(POOL_ENV)
+    if not folder:
+        return None
+    entry = Path(folder) / f"{n}.json"
+    return entry if entry.is_file() else None
+
+
 class MPICluster:
     """N ipyparallel engines started by one mpiexec, so that they share MPI.COMM_WORLD."""
 
@@ -70,6 +97,7 @@ class MPICluster:
         start_timeout: float = START_TIMEOUT_S,
         env: dict | None = None,
         launcher: str | None = None,
+        mpiexec_prefix: list[str] | tuple[str, ...] = (),
     ):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive number of engines, got {n!r}")
@@ -81,6 +109,8 @@ class MPICluster:
         self.env = dict(env or {})
         self.launcher = slurm_launch.choose(launcher)
         self.slurm_job_id: str | None = None  # the engines' own job ("slurm" outside an allocation)
+        self.mpiexec_prefix = list(mpiexec_prefix)  # e.g. a command that sets limits, then execs
+        self._borrowed: dict | None = None  # the pool entry of borrowed engines
         self._cluster = None
         self._client = None
         self._view = None
@@ -95,8 +125,11 @@ class MPICluster:
         """Start the controller and n MPI engines; check that they form one MPI job."""
         if self._client is not None:
             return self
+        if not self.env and self.launcher == "mpiexec" and self._borrow():
+            return self
         if self.launcher == "mpiexec":
-            mpi_cmd = [environment.mpiexec()]  # fails in milliseconds when there is no MPI
+            # fails in milliseconds when there is no MPI
+            mpi_cmd = [*self.mpiexec_prefix, environment.mpiexec()]
         else:
             mpi_cmd = slurm_launch.srun_command()  # fails when Slurm is not installed
         environment.require_mpi4py()
@@ -148,11 +181,18 @@ class MPICluster:
             ) from exc
         self._record_pids()
         self.slurm_job_id = slurm_launch.job_id(self._cluster)
+        self._check_engines(self.start_timeout)
+        return self
+
+    def _check_engines(self, timeout: float, before=None) -> None:
+        """Order the engines by rank, read their placement, check that they are one MPI job."""
         self._view = self._client[:]
         self._view.block = False
         try:
-            ranks = self._view.apply_async(_rank_and_size).get(timeout=self.start_timeout)
-            placement = self._view.apply_async(_engine_placement).get(timeout=self.start_timeout)
+            if before is not None:
+                self._view.apply_async(*before).get(timeout=timeout)
+            ranks = self._view.apply_async(_rank_and_size).get(timeout=timeout)
+            placement = self._view.apply_async(_engine_placement).get(timeout=timeout)
         except BaseException as exc:
             self.stop()
             raise ClusterStartError(f"the engines started but do not answer: {exc}") from exc
@@ -172,7 +212,76 @@ class MPICluster:
         by_rank = sorted(zip((r for r, _ in ranks), targets))
         self._engine_order = [eid for _, eid in by_rank]
         self.placement = sorted(placement, key=lambda p: p["rank"])
-        return self
+
+    def _borrow(self) -> bool:
+        """Use the pool's pre-started engines of this size, if any answer; True when done."""
+        entry = pool_entry(self.n)
+        if entry is None:
+            return False
+        import ipyparallel as ipp
+
+        try:
+            lent = {**json.loads(entry.read_text()), "entry": str(entry)}
+        except (OSError, ValueError):
+            return False  # taken out of the pool meanwhile
+        try:
+            self._client = ipp.Client(lent["client"])
+            self._client.wait_for_engines(self.n, timeout=10, block=True, interactive=False)
+            self._borrowed = lent
+            self._check_engines(10, before=(_work_in, os.getcwd()))
+        except Exception:  # engines that do not answer in time are ended: the pool replaces them
+            self._borrowed = lent
+            self._end_borrowed_engines()
+            self.stop()
+            return False
+        if self.n > environment.cpu_count():
+            warnings.warn(
+                f"{self.n} ranks on {environment.cpu_count()} cores: ranks share cores, so "
+                "timings are oversubscribed (inflated and noisy). Use them for correctness, "
+                "not speed.",
+                OversubscribedWarning,
+                stacklevel=3,
+            )
+        _live_clusters.add(self)
+        return True
+
+    def _end_borrowed_engines(self) -> None:
+        """The borrowed engines are stuck or dead: end them and take them out of the pool."""
+        lent, self._borrowed = self._borrowed, None
+        if lent:
+            Path(lent["entry"]).unlink(missing_ok=True)  # the pool starts new ones later
+            end_processes(lent["pids"], grace_s=1.0)
+
+    def responsive(self, timeout: float = 5.0) -> bool:
+        """Clear the engines' namespace and check that every engine answers within timeout."""
+        if self._client is None:
+            return False
+        try:
+            replies = self._client.clear(block=False).result(timeout)
+            if any(reply["content"]["status"] != "ok" for reply in replies):
+                return False
+            ar = self._view.apply_async(_pong)
+            return ar.wait(timeout) and ar.successful()
+        except Exception:
+            return False
+
+    @property
+    def lent(self) -> dict:
+        """What a pool entry holds: how to connect, the mpiexec pids, every pid but the
+        watchdog's (a borrower that finds the engines stuck ends them)."""
+        self._record_pids()
+        mpiexec = [getattr(e, "pid", None) for e in self._cluster.engines.values()]
+        client = Path(self._cluster.controller.connection_files["client"])
+        return {
+            "client": json.loads(client.read_text()),
+            "mpiexec": [pid for pid in mpiexec if pid],
+            "pids": sorted(self.job_pids),
+        }
+
+    @property
+    def job_pids(self) -> set[int]:
+        """The processes of the MPI job and its controller (every pid but the watchdog's)."""
+        return self.pids - {self._watchdog.pid if self._watchdog else -1}
 
     def _start_watchdog(self) -> None:
         """A separate process that ends this cluster's processes if this process dies first."""
@@ -219,7 +328,10 @@ class MPICluster:
         self._write_pid_file()
 
     def stop(self) -> None:
-        """Stop engines and controller; make sure every process this cluster started is gone."""
+        """Stop engines and controller; make sure every process this cluster started is gone.
+
+        Borrowed engines are given back to their pool as they are (it clears them)."""
+        self._borrowed = None
         self._record_pids()
         if self._client is not None:
             try:
@@ -252,7 +364,8 @@ class MPICluster:
         self._pids.clear()
 
     def restart(self) -> MPICluster:
-        """Replace all engines by fresh ones."""
+        """Replace all engines by fresh ones (never borrowed ones)."""
+        self._end_borrowed_engines()
         self.stop()
         return self.start()
 
@@ -305,6 +418,8 @@ class MPICluster:
         return [by_engine[eid] for eid in self._engine_order]
 
     def _engines_alive(self) -> bool:
+        if self._borrowed:
+            return all(alive(pid) for pid in self._borrowed["mpiexec"])
         engine_launchers = list(self._cluster.engines.values()) if self._cluster else []
         if self.slurm_job_id:  # a batch job: Slurm knows whether it still runs
             return slurm_launch.job_running(self.slurm_job_id)

@@ -23,7 +23,7 @@ POLL_S = 0.5
 GRACE_S = 3.0
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
             pids = [int(p) for p in json.loads(pid_file.read_text())]
         except (OSError, ValueError):
             pass  # being rewritten: keep the last list
-        if not _alive(parent):
+        if not alive(parent):
             end_processes([p for p in pids if p != psutil.Process().pid])
             return 0
         time.sleep(POLL_S)

@@ -23,6 +23,11 @@ def submit(course: Path, student: str, name: str, source: Path, edit=None) -> No
         for cell in nb["cells"]:
             text = "".join(cell["source"])
             cell["source"] = edit(text)
+    submit_notebook(course, student, name, nb)
+
+
+def submit_notebook(course: Path, student: str, name: str, nb: dict) -> None:
+    """Write the notebook `nb` as submitted/<student>/<name>/<name>.ipynb."""
     target = course / "submitted" / student / name
     target.mkdir(parents=True, exist_ok=True)
     (target / f"{name}.ipynb").write_text(json.dumps(nb))

@@ -13,7 +13,6 @@ gradebook, the graded notebooks, course/grades.csv and the process table.
 from __future__ import annotations
 
 import csv
-import json
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from .submissions import (
     processes_left,
     scratch_course,
     submit,
+    submit_notebook,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -343,10 +343,7 @@ def graded(tmp_path_factory):
     if "01_pingpong" in ASSIGNMENTS:
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         for student in TAMPERED:
-            nb = _tampered(notebook(solution), student)
-            target = course / "submitted" / student / "01_pingpong"
-            target.mkdir(parents=True)
-            (target / "01_pingpong.ipynb").write_text(json.dumps(nb))
+            submit_notebook(course, student, "01_pingpong", _tampered(notebook(solution), student))
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pingpong_lab.course.build", "autograde"],

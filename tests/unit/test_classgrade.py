@@ -50,9 +50,19 @@ def test_the_report_names_failures_and_the_slowest():
 
 
 def test_a_missing_nbgrader_run_is_a_failed_submission_not_a_crash(tmp_path, monkeypatch):
-    def broken(course, args, timeout, env, wrap=()):
-        raise RuntimeError("nbgrader autograde exited with 1: boom")
+    def broken(course, student, timeout, env, wrap=()):
+        raise RuntimeError("grading exited with 1: boom")
 
-    monkeypatch.setattr(classgrade, "_nbgrader", broken)
+    monkeypatch.setattr(classgrade, "_grade_in_group", broken)
     outcome = classgrade.grade_one(tmp_path, "carol", ["01_pingpong"], timeout=10, isolate=False)
     assert outcome.status == "failed" and "boom" in outcome.why
+
+
+def test_grading_a_student_without_a_submission_names_the_failed_step(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.CourseDirectory.root = " + repr(str(tmp_path)) + "\n"
+        "c.CourseDirectory.db_url = " + repr("sqlite:///" + str(tmp_path / "gradebook.db")) + "\n"
+    )
+    out = io.StringIO()
+    assert classgrade.grade_student(tmp_path, "dave", out=out) == 1
+    assert out.getvalue().startswith("nbgrader autograde failed: ")

@@ -283,7 +283,7 @@ class Bench:
             graded["autograde_s"],
             "s",
             ratio_definition="",
-            note="nbgrader autograde, grading mode; target under 300 s",
+            note="make autograde JOBS=1: sandbox, grading mode, feedback; target 60 s",
         )
         _log("executing every solution notebook in grading mode")
         times = build.time_notebooks(course)
@@ -328,7 +328,8 @@ class Bench:
             f"JOBS={cores}",
             per_min[cores],
             "1/min",
-            note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}",
+            note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}; "
+            f"processes left: {len(graded['survivors'])}",
         )
 
     # -- output ----------------------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""Engines lent by an EnginePool: borrowed by a kernel's MPICluster, cleared between borrowers,
+replaced after a deadlock, all gone after close (what grading relies on, see docs/GRADING.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from pingpong_lab.course.preprocessors import engine_sizes
+from pingpong_lab.engines.cluster import wait_gone
+from pingpong_lab.engines.pool import EnginePool
+
+from ..conftest import remember_pids, requires_mpi
+
+# A kernel: borrows 2 engines, checks they work where it works, leaves a global on them (or
+# deadlocks them), and prints what it saw as JSON.
+BORROWER = r"""
+import json, os, sys
+from pingpong_lab.engines.cluster import MPICluster
+from pingpong_lab.errors import DeadlockError
+
+def left_behind():
+    return globals().get("LEFT_BEHIND")
+
+def leave():
+    global LEFT_BEHIND
+    LEFT_BEHIND = 1
+
+def deadlock():
+    from mpi4py import MPI
+    MPI.COMM_WORLD.recv(source=1 - MPI.COMM_WORLD.Get_rank())
+
+cluster = MPICluster(n=2, timeout=20).start()
+seen = {
+    "borrowed": not cluster.pids,
+    "cwd": cluster.run(os.getcwd) == [os.getcwd()] * 2,
+    "left_behind": cluster.run(left_behind),
+}
+cluster.run(leave)
+if sys.argv[1] == "deadlock":
+    try:
+        cluster.run(deadlock, timeout=3)
+    except DeadlockError:
+        seen["deadlock_error"] = True
+    seen["own_engines_after"] = bool(cluster.pids) and cluster.run(lambda: 1) == [1, 1]
+cluster.stop()
+print(json.dumps(seen))
+"""
+
+
+def _borrow(pool: EnginePool, how: str, cwd) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", BORROWER, how],
+        env={**os.environ, **pool.env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@requires_mpi
+def test_a_pool_lends_cleared_engines_and_replaces_deadlocked_ones(tmp_path):
+    pool = EnginePool()
+    try:
+        pool.ready([2])
+        first_pids = pool.clusters[2].pids
+        remember_pids(first_pids)
+        seen = _borrow(pool, "use", tmp_path)
+        assert seen == {"borrowed": True, "cwd": True, "left_behind": [None, None]}
+
+        pool.ready([2])  # the same engines, their namespace cleared
+        assert pool.starts == 1
+        lent = json.loads(pool.entry(2).read_text())["pids"]  # all but the pool's watchdog
+        seen = _borrow(pool, "deadlock", tmp_path)
+        assert seen["left_behind"] == [None, None]
+        assert seen["deadlock_error"] and seen["own_engines_after"]
+        assert wait_gone(lent)  # the borrower ended the stuck engines
+        assert not pool.entry(2).exists()
+
+        pool.ready([2])  # new engines for the next notebook
+        assert pool.starts == 2 and pool.entry(2).exists()
+        remember_pids(pool.clusters[2].pids)
+        assert _borrow(pool, "use", tmp_path)["borrowed"]
+        last_pids = pool.clusters[2].pids
+    finally:
+        pool.close()
+    assert wait_gone(last_pids) and wait_gone(first_pids)
+    assert not pool.folder.exists()
+
+
+def test_the_engine_sizes_of_a_notebook_are_read_from_its_code():
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    cells = [
+        new_code_cell("cluster = MPICluster(n=2).start()"),
+        new_code_cell("with MPICluster(4, timeout=60) as cluster:\n    pass"),
+        new_markdown_cell("MPICluster(n=8) in a text cell starts nothing"),
+    ]
+    assert engine_sizes(cells) == {2, 4}
