@@ -23,7 +23,7 @@ import pytest
 from pingpong_lab.course import build
 
 from ..conftest import requires_mpi
-from .corpus import CASES, CORPUS, submit_case
+from .corpus import CASES, CORPUS, corpus_case
 from .submissions import (
     cell_score,
     grade_cells,
@@ -323,7 +323,7 @@ def graded(tmp_path_factory):
             submit(course, "partial", name, solution, _partial_edit(name))
         for student, by_name in CORPUS.items():
             if name in by_name:
-                submit_case(course, student, name, solution)
+                submit_notebook(course, student, name, corpus_case(student, name, solution))
         if name == "01_pingpong":
             cells = ["".join(c["source"]) for c in notebook(solution)["cells"]]
             for student, pairs in VARIANTS.items():
@@ -337,9 +337,7 @@ def graded(tmp_path_factory):
                 notebook(root / "exercises" / name / f"{name}.ipynb"),
                 grade_ids,
             )
-            target = course / "submitted" / "old_stubs" / name
-            target.mkdir(parents=True)
-            (target / f"{name}.ipynb").write_text(json.dumps(nb))
+            submit_notebook(course, "old_stubs", name, nb)
     if "01_pingpong" in ASSIGNMENTS:
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         for student in TAMPERED:
