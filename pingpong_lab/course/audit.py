@@ -259,6 +259,7 @@ class _CellAudit(ast.NodeVisitor):
         self.protected, self.handles = protected, handles
         self.findings: list[Finding] = []
         self.global_names: set[str] = set()
+        self.local_names: set[str] = set()  # names local to the enclosing functions
         self.depth = 0
 
     def report(self, node: ast.AST, why: str) -> None:
@@ -271,12 +272,15 @@ class _CellAudit(ast.NodeVisitor):
         if self.depth == 0:
             self._rebind(node.name, node)
         self.depth += 1
-        saved = self.global_names
+        saved, saved_locals = self.global_names, self.local_names
         self.global_names = {
             name for n in ast.walk(node) if isinstance(n, ast.Global) for name in n.names
         }
+        if not isinstance(node, ast.ClassDef):  # a local `summary[k] = v` is not the module's
+            mine = set().union(*map(_stores, node.body))  # not the parameters: f(grading)
+            self.local_names = (saved_locals | mine) - self.global_names
         self.generic_visit(node)
-        self.global_names = saved
+        self.global_names, self.local_names = saved, saved_locals
         self.depth -= 1
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _function
@@ -336,7 +340,8 @@ class _CellAudit(ast.NodeVisitor):
         dotted = _dotted(node.value if isinstance(node, ast.Subscript) else node)
         if any(dotted == t or dotted.startswith(t + ".") for t in ALLOWED_TARGETS):
             return
-        roots = _roots(node) & (set(self.protected) | self.handles)
+        found = _roots(node)
+        roots = (found & set(self.protected)) - self.local_names | (found & self.handles)
         if roots:
             what = _dotted(node) or min(roots)
             self.report(node, f"changes `{what}`, part of what the tests use")

@@ -77,6 +77,8 @@ CHEATS = {
     "frames": "import sys\nsys._getframe(0).f_globals['grading'] = None",
     "importlib": "import importlib\nimportlib.reload(grading)",
     "walrus": "(g := grading).quiet = None",
+    "alias in a function": "def f():\n    g = grading\n    g.quiet = None\nf()",
+    "parameter": "def f(grading):\n    grading.quiet = None\nf(grading)",
 }
 
 
@@ -107,6 +109,8 @@ FINE = {
     "use the checks": "grading.check_pingpong(pingpong, size=2, nbytes=8)",
     "syntax error": "def broken(:\n    pass",
     "a variable named like a builtin no test reads": "sum_ = 1\nmax_rank = 3",
+    # a local dict that shares its name with a course helper (05's contention_summary)
+    "local container": "def f(rows):\n    notebook = {}\n    notebook[1] = rows\n    return notebook",
 }
 
 
