@@ -245,11 +245,18 @@ def _refers_to(value: ast.AST, names: set[str]) -> bool:
     """True when `value` is one of `names`, reached from one, or a container holding one.
 
     A call's result counts only when the call is on one of `names` (`getattr(grading, ..)`):
-    `t = notebook.run(...)` is a measurement, not a handle on the grader."""
-    if isinstance(value, ast.Call):
-        return bool({a for arg in value.args for a in _roots(arg)} & names) and isinstance(
-            value.func, ast.Name
-        )
+    `t = notebook.run(...)` is a measurement and `float(np.median(x))` a number, not a handle on
+    the grader."""
+    if isinstance(value, ast.Tuple | ast.List | ast.Set):
+        return any(_refers_to(e, names) for e in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(_refers_to(v, names) for v in value.values if v is not None)
+    base = value
+    while isinstance(base, ast.Attribute | ast.Subscript | ast.Starred):
+        base = base.value
+    if isinstance(base, ast.Call):
+        direct = {a for arg in base.args if not isinstance(arg, ast.Call) for a in _roots(arg)}
+        return bool(direct & names) and isinstance(base.func, ast.Name)
     return bool(_roots(value) & names)
 
 

@@ -110,7 +110,16 @@ FINE = {
     "syntax error": "def broken(:\n    pass",
     "a variable named like a builtin no test reads": "sum_ = 1\nmax_rank = 3",
     # a local dict that shares its name with a course helper (05's contention_summary)
-    "local container": "def f(rows):\n    notebook = {}\n    notebook[1] = rows\n    return notebook",
+    "values computed with numpy": (
+        "def f(x):\n    out = {}\n    m = float(np.median(x))\n    out[0] = {'m': m}\n"
+        "    return out"
+    ),
+    "local container": (
+        "def f(rows):\n    notebook = {}\n    notebook[1] = rows\n    return notebook"
+    ),
+    "results of numpy calls in a tuple": (
+        "t, u = np.asarray([1.0]), np.asarray([2.0])\nd = {}\nd[0] = (t, u)\nt[0] = 3.0"
+    ),
 }
 
 
