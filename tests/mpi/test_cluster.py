@@ -231,9 +231,9 @@ def test_an_odd_rank_count_is_refused_by_pairwise_on_every_rank_never_a_hang(c_l
         text=True,
         timeout=120,
     )
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 6 and all(ln.startswith("refused") for ln in lines)
-    assert all("even number" in ln for ln in lines)
+    # three ranks print at once: lines may interleave, so count the verdicts
+    assert proc.stdout.count("refused: ") == 6 and "no error" not in proc.stdout, proc.stdout
+    assert proc.stdout.count("even number of ranks") == 6, proc.stdout
 
 
 FORGETFUL_SCRIPT = """

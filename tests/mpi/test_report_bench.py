@@ -156,8 +156,11 @@ def test_report_from_reanalyses_without_measuring(quick_report, tmp_path):
     assert "re-analysing" in proc.stdout
     again = json.loads((tmp_path / "summary.json").read_text())["numbers"]
     first = json.loads((out / "summary.json").read_text())["numbers"]
-    assert again["alpha_s"] == pytest.approx(first["alpha_s"])
-    assert again["tcp_over_shm_latency"] == pytest.approx(first["tcp_over_shm_latency"])
+    # the same numbers, and the same ones left out (an implausible fit on a busy machine)
+    assert again.keys() == first.keys()
+    for key, value in first.items():
+        if isinstance(value, float):
+            assert again[key] == pytest.approx(value, nan_ok=True), key
     assert (tmp_path / "summary.html").exists() and (tmp_path / "figures").is_dir()
 
 
