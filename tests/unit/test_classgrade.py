@@ -50,7 +50,7 @@ def test_the_report_names_failures_and_the_slowest():
 
 
 def test_a_missing_nbgrader_run_is_a_failed_submission_not_a_crash(tmp_path, monkeypatch):
-    def broken(course, student, timeout, env, wrap=()):
+    def broken(course, student, timeout, env, wrap=(), gradebook=None):
         raise RuntimeError("grading exited with 1: boom")
 
     monkeypatch.setattr(classgrade, "_grade_in_group", broken)
