@@ -191,7 +191,7 @@ def merge(course: Path, out=sys.stdout) -> int:
             except (MergeError, sqlite3.Error) as exc:
                 outcome.status, outcome.why = "failed", f"merge: {exc}"
         outcomes.append(outcome)
-    classgrade._attach_scores(course, outcomes)
+    classgrade.attach_scores(course, outcomes)
     classgrade.write_summary(course / "grades.csv", outcomes, graded)
     failed = [o for o in outcomes if o.status != "ok"]
     print(

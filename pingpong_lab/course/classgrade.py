@@ -218,11 +218,12 @@ def grade_class(
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         outcomes = list(pool.map(work, sorted(todo.items())))
-    _attach_scores(course, outcomes)
+    attach_scores(course, outcomes)
     return outcomes
 
 
-def _attach_scores(course: Path, outcomes: list[Outcome]) -> None:
+def attach_scores(course: Path, outcomes: list[Outcome]) -> None:
+    """Each outcome's scores, {assignment: (score, max_score)}, from the course gradebook."""
     from .build import scores
 
     by_student: dict[str, dict] = {}
