@@ -76,8 +76,10 @@ def test_formgrader_lists_the_submission_and_takes_a_manual_score(instructor_lab
 
         page.goto(lab.url(f"/formgrader/gradebook/{NAME}/{NAME}"))
         page.get_by_role("link", name="Submission #1").click()
+        page.wait_for_load_state("networkidle")  # the grades load after the page
         score = page.locator("input.score#test_by_rank")
-        score.fill("1")
+        score.click()
+        score.press_sequentially("1")
         score.press("Tab")  # formgrader saves a score when its box loses focus
         page.wait_for_load_state("networkidle")
         screenshot(page, "formgrader-manual-score")
