@@ -435,14 +435,24 @@ def _peer(rank, size):
     return (rank + size // 2) % size
 
 
-def pairwise_plain(comm, sendbuf, recvbuf):
-    rank, size = comm.Get_rank(), comm.Get_size()
-    if rank < size // 2:
-        comm.Send(sendbuf, dest=_peer(rank, size), tag=0)
-        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
-    else:
-        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
-        comm.Send(recvbuf, dest=_peer(rank, size), tag=0)
+def _pairwise(echo_recvbuf=True):
+    """A blocking pairwise exchange; the upper half echoes recvbuf (or, wrongly, sendbuf)."""
+
+    def exchange(comm, sendbuf, recvbuf):
+        rank, size = comm.Get_rank(), comm.Get_size()
+        peer = _peer(rank, size)
+        if rank < size // 2:
+            comm.Send(sendbuf, dest=peer, tag=0)
+            comm.Recv(recvbuf, source=peer, tag=0)
+        else:
+            comm.Recv(recvbuf, source=peer, tag=0)
+            comm.Send(recvbuf if echo_recvbuf else sendbuf, dest=peer, tag=0)
+
+    return exchange
+
+
+pairwise_plain = _pairwise()
+pairwise_echoes_sendbuf = _pairwise(echo_recvbuf=False)
 
 
 def pairwise_wildcards(comm, sendbuf, recvbuf):
@@ -456,16 +466,6 @@ def pairwise_wildcards(comm, sendbuf, recvbuf):
         status = MPI.Status()
         comm.Recv(recvbuf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status)
         comm.Send(recvbuf, dest=status.Get_source(), tag=status.Get_tag())
-
-
-def pairwise_echoes_sendbuf(comm, sendbuf, recvbuf):
-    rank, size = comm.Get_rank(), comm.Get_size()
-    if rank < size // 2:
-        comm.Send(sendbuf, dest=_peer(rank, size), tag=0)
-        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
-    else:
-        comm.Recv(recvbuf, source=_peer(rank, size), tag=0)
-        comm.Send(sendbuf, dest=_peer(rank, size), tag=0)
 
 
 def pairwise_neighbours(comm, sendbuf, recvbuf):  # pairs (0,1), (2,3): the wrong pairing
