@@ -3,8 +3,8 @@
 Layout (nbgrader's defaults, made explicit):
     source/<NN_topic>/<NN_topic>.ipynb     master notebooks (the only files anyone edits)
     release/  submitted/  autograded/  feedback/  gradebook.db  exchange/   (git-ignored)
-`python -m pingpong_lab.course.build release` also copies release/ to ../exercises/ and the
-solution notebooks to ../solutions/ (see pingpong_lab/course/build.py).
+`python -m pingpong_lab.grader.build release` also copies release/ to ../exercises/ and the
+solution notebooks to ../solutions/ (see pingpong_lab/grader/build.py).
 
 Grading mode
 ------------
@@ -32,7 +32,7 @@ before grading. Threat model: docs/GRADING.md.
 
 A crash costs only its cell
 ---------------------------
-Autograde runs CrashTolerantExecute (pingpong_lab.course.preprocessors) in place of nbgrader's
+Autograde runs CrashTolerantExecute (pingpong_lab.grader.preprocessors) in place of nbgrader's
 Execute. With plain Execute, a cell that kills the kernel (os._exit, a segfault in the notebook
 process, the OOM killer) aborts the notebook and every part scores 0. Instead:
 - that cell gets a KernelDiedError output saying how the kernel ended (exit status or signal);
@@ -76,7 +76,7 @@ C exercises
 -----------
 nbgrader's ClearSolutions puts the notebook language's stub (Python) in every solution region,
 even inside a `%%writefile pingpong.c` cell. We use ClearSolutionsC (from
-pingpong_lab.course.preprocessors), which recognises C cells (first line `%%writefile <name>.c`
+pingpong_lab.grader.preprocessors), which recognises C cells (first line `%%writefile <name>.c`
 or `.h`) and writes a C stub there: a `/* YOUR CODE HERE */` comment and
 `return NOT_IMPLEMENTED;`. So the released C compiles (every C solution region sits in a
 function returning int, and the cell defines NOT_IMPLEMENTED), and the tests then fail with a
@@ -103,7 +103,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveCells,
 )
 
-from pingpong_lab.course.preprocessors import (  # noqa: E402
+from pingpong_lab.grader.preprocessors import (  # noqa: E402
     ClearSolutionsC,
     autograde_preprocessors,
 )

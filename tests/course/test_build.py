@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pingpong_lab.course import build, grading, preprocessors
+from pingpong_lab.course import grading
+from pingpong_lab.grader import build, preprocessors
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"

@@ -10,8 +10,8 @@ from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets.config import Config
 
-from pingpong_lab.course import preprocessors
-from pingpong_lab.course.preprocessors import (
+from pingpong_lab.grader import preprocessors
+from pingpong_lab.grader.preprocessors import (
     KERNEL_DIED,
     NOTEBOOK_TIMEOUT,
     CrashTolerantExecute,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pingpong_lab.course.preprocessors import KERNEL_DIED
+from pingpong_lab.grader.preprocessors import KERNEL_DIED
 
 from ..conftest import requires_mpi
 from .submissions import (
@@ -88,7 +88,7 @@ def graded(tmp_path_factory):
         assert solution_text.count(old) >= 1, f"the {student} edit no longer applies: {old!r}"
         submit(course, student, NAME, SOLUTION, _crash_edit(old, new))
     proc = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.course.build", "autograde"],
+        [sys.executable, "-m", "pingpong_lab.grader.build", "autograde"],
         cwd=course,
         env=env,
         capture_output=True,

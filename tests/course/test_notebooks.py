@@ -200,7 +200,7 @@ def test_every_name_a_code_cell_reads_is_defined_above_it(name):
     """A name from another notebook (02 once used 01's TAG) is a NameError for the learner."""
     import builtins
 
-    from pingpong_lab.course import audit
+    from pingpong_lab.grader import audit
 
     known = set(dir(builtins)) | {"get_ipython", "display"}
     for i, cell in enumerate(load(name)["cells"]):

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from pingpong_lab.course import validation
+from pingpong_lab.grader import validation
 
 from ..conftest import ROOT
 

@@ -8,9 +8,9 @@ import os
 import subprocess
 import sys
 
-from pingpong_lab.course.preprocessors import engine_sizes
 from pingpong_lab.engines.cluster import wait_gone
 from pingpong_lab.engines.pool import EnginePool
+from pingpong_lab.grader.preprocessors import engine_sizes
 
 from ..conftest import remember_pids, requires_mpi
 

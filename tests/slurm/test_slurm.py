@@ -191,7 +191,7 @@ def test_inside_an_allocation_the_engines_are_a_job_step(jobs_leave_nothing, tmp
 @pytest.fixture
 def submitted_class(tmp_path):
     """A course with 01_pingpong released; ann submits the solution, bob the exercise."""
-    from pingpong_lab.course import build
+    from pingpong_lab.grader import build
 
     name = "01_pingpong"
     course = scratch_course(tmp_path, ROOT / "course", [name])
@@ -212,7 +212,7 @@ def submitted_class(tmp_path):
 def test_the_class_grading_array_grades_each_student_and_merges_the_gradebooks(
     jobs_leave_nothing, submitted_class
 ):
-    from pingpong_lab.course import build
+    from pingpong_lab.grader import build
 
     slurm, course = jobs_leave_nothing, submitted_class
     env = {

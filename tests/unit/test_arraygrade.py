@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pingpong_lab.course import arraygrade, build
+from pingpong_lab.grader import arraygrade, build
 
 NAME = "01_pingpong"
 

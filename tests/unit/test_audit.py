@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pingpong_lab.course import audit, cells
+from pingpong_lab.course import cells
+from pingpong_lab.grader import audit
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "solutions").glob("*/*.ipynb")) + sorted(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from pingpong_lab.course import classgrade
+from pingpong_lab.grader import classgrade
 
 
 def _outcomes():

@@ -267,7 +267,7 @@ class Bench:
             self.table.not_measured("course-cost", "notebook execution time, grading mode", why)
             self.table.not_measured("class-grading", "submissions per minute", why)
             return
-        from ...course import build, classgrade
+        from ...grader import build, classgrade
 
         course = KERNELS_DIR.parent / "course"
         _log("autograding the solutions as one submission (real nbgrader)")

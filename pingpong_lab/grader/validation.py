@@ -8,7 +8,7 @@ notebook's kernel in grading mode (PINGPONG_LAB_GRADING=1, small sweeps). Gradin
 validating kernel only: reading the course's settings leaves this process's environment as it
 was, so a Jupyter server that validates keeps starting the learner's own kernels at full size.
 
-    python -m pingpong_lab.course.validation [NOTEBOOK_OR_NAME ...]    (from the repository)
+    python -m pingpong_lab.grader.validation [NOTEBOOK_OR_NAME ...]    (from the repository)
 
 prints one verdict per notebook (passed, or which tests fail and why) and exits 1 when any fails.
 """
@@ -126,7 +126,7 @@ def validate(path: Path, config=None) -> tuple[bool, str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pingpong_lab.course.validation",
+        prog="python -m pingpong_lab.grader.validation",
         description="Validate notebooks with the course's settings, in grading mode.",
     )
     parser.add_argument("notebooks", nargs="*", help="names (03_variability) or .ipynb paths")

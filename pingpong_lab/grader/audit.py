@@ -29,7 +29,7 @@ import ast
 import builtins
 from dataclasses import dataclass
 
-from .cells import is_c_cell, is_locked, is_test
+from ..course.cells import is_c_cell, is_locked, is_test
 
 # Calls that reach the interpreter's machinery; no answer in this course needs them.
 FORBIDDEN_CALLS = frozenset(

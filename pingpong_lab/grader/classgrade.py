@@ -1,10 +1,10 @@
 """Grade a whole class at once: one worker per submission, one gradebook, one summary.
 
-    python -m pingpong_lab.course.build autograde --jobs 4     # or: make autograde JOBS=4
+    python -m pingpong_lab.grader.build autograde --jobs 4     # or: make autograde JOBS=4
 
 Each student's submission (every notebook in course/submitted/<student>/) is graded by its own
 nbgrader autograde and generate_feedback, both in one Python process (`python -m
-pingpong_lab.course.classgrade <course> <student>`: nbgrader's start-up is paid once), in its own
+pingpong_lab.grader.classgrade <course> <student>`: nbgrader's start-up is paid once), in its own
 process group with its own temporary directory, under a wall-clock deadline; when the deadline
 passes, the whole group (kernel, engines, mpiexec) is ended and the submission is reported as
 failed, never half-recorded. Up to `jobs` submissions run at once. They share the one SQLite
@@ -129,7 +129,7 @@ def grade_student(course: Path, student: str, out=sys.stderr, gradebook=None) ->
 def _grade_in_group(
     course: Path, student: str, timeout: float, env: dict, wrap=(), gradebook=None
 ) -> None:
-    cmd = [*wrap, sys.executable, "-m", "pingpong_lab.course.classgrade", str(course), student]
+    cmd = [*wrap, sys.executable, "-m", "pingpong_lab.grader.classgrade", str(course), student]
     if gradebook is not None:
         cmd.append(str(Path(gradebook).resolve()))
     proc = run_group(cmd, timeout, env=env, cwd=course)

@@ -1,8 +1,8 @@
 """Grade a class as a Slurm job array: one array task per submission, then one merge.
 
-    python -m pingpong_lab.course.arraygrade count --course course       # how many tasks
-    python -m pingpong_lab.course.arraygrade task 3 --course course      # array task 3
-    python -m pingpong_lab.course.arraygrade merge --course course       # after all tasks
+    python -m pingpong_lab.grader.arraygrade count --course course       # how many tasks
+    python -m pingpong_lab.grader.arraygrade task 3 --course course      # array task 3
+    python -m pingpong_lab.grader.arraygrade merge --course course       # after all tasks
 
 slurm/grade-class.sh submits the tasks (slurm/grade-task.sbatch, `--array=0-<count-1>`) and the
 merge (slurm/grade-merge.sbatch) as a job that depends on them.
@@ -206,7 +206,7 @@ def merge(course: Path, out=sys.stdout) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pingpong_lab.course.arraygrade", description=__doc__.split("\n\n")[0]
+        prog="python -m pingpong_lab.grader.arraygrade", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("command", choices=("count", "task", "merge"))
     parser.add_argument("index", nargs="?", type=int, help="task: the array index")

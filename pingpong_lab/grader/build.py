@@ -1,9 +1,9 @@
 """Build, grade and check the nbgrader course.  Run from course/:
 
-    python -m pingpong_lab.course.build release     # exercises/ and solutions/ from course/source
-    python -m pingpong_lab.course.build autograde [--jobs N]  # grade course/submitted/*, feedback
-    python -m pingpong_lab.course.build solutions   # run solutions, HTML in build/solutions-html
-    python -m pingpong_lab.course.build check       # exit 1 if exercises/ or solutions/ drifted
+    python -m pingpong_lab.grader.build release     # exercises/ and solutions/ from course/source
+    python -m pingpong_lab.grader.build autograde [--jobs N]  # grade course/submitted/*, feedback
+    python -m pingpong_lab.grader.build solutions   # run solutions, HTML in build/solutions-html
+    python -m pingpong_lab.grader.build check       # exit 1 if exercises/ or solutions/ drifted
 
 Only course/source is ever edited. `release` runs `nbgrader generate_assignment` (which also
 records the assignments and their hidden tests in course/gradebook.db, needed by autograde) and
@@ -414,7 +414,7 @@ COMMANDS = {
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pingpong_lab.course.build", description=__doc__.split("\n\n")[0]
+        prog="python -m pingpong_lab.grader.build", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("command", choices=sorted(COMMANDS))
     parser.add_argument("--course", default=".", help="the course directory (default: .)")

@@ -16,10 +16,10 @@ from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
 from traitlets import Bool, Integer, Unicode
 
+from ..course.cells import is_c_cell, is_test
 from ..engines.cluster import POOL_ENV
 from ..engines.pool import EnginePool
 from .audit import audit_notebook
-from .cells import is_c_cell, is_test
 
 # -- the C-aware stub -------------------------------------------------------------------------
 C_STUB = (
@@ -63,7 +63,7 @@ TAMPER_ERROR = "GraderChanged"
 
 class AuditSubmission(NbGraderPreprocessor):
     """After the notebook ran: a test cell that runs after a learner's cell changed the grader
-    scores 0, with a note that says which line did it (see pingpong_lab/course/audit.py).
+    scores 0, with a note that says which line did it (see pingpong_lab/grader/audit.py).
 
     The audit reads the cells in nbgrader's own process, so nothing the learner's code did while
     it ran can hide it. Test cells before the first such cell keep their points.
