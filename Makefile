@@ -98,7 +98,7 @@ instructor: setup
 # Run notebooks as the grader will (course settings, grading mode) and say which tests fail:
 # make validate [NB="03_variability 04_model"] (default: every exercise).
 validate: setup
-	$(PY) -m pingpong_lab.grader.validation $(NB)
+	$(PY) -m pingpong_lab.grader validate $(NB)
 
 # Everything: lint, then unit, MPI, course, Slurm and browser tiers (tests/unit, mpi, course,
 # slurm, browser).
@@ -121,7 +121,7 @@ lint: setup
 	$(MAKE) --no-print-directory -s -C kernels_c MPICC="$(MPICC)" BUILD=build/lint WERROR=-Werror
 
 release: setup
-	cd course && $(PY) -m pingpong_lab.grader.build release
+	cd course && $(PY) -m pingpong_lab.grader release
 
 # bubblewrap isolates each graded submission (no network, private processes, read-only course);
 # installed with apt-get when root on Debian/Ubuntu, otherwise grading says it is not isolated.
@@ -148,13 +148,13 @@ slurm:
 
 # JOBS students are graded at once (default: the cores); course/grades.csv sums it up.
 autograde: setup sandbox
-	cd course && $(PY) -m pingpong_lab.grader.build autograde $(if $(JOBS),--jobs $(JOBS))
+	cd course && $(PY) -m pingpong_lab.grader autograde $(if $(JOBS),--jobs $(JOBS))
 
 solutions: setup
-	cd course && $(PY) -m pingpong_lab.grader.build solutions
+	cd course && $(PY) -m pingpong_lab.grader solutions
 
 check-course: setup
-	cd course && $(PY) -m pingpong_lab.grader.build check
+	cd course && $(PY) -m pingpong_lab.grader check
 
 report: setup
 	$(PY) -m pingpong_lab report --np $(NP) --out report

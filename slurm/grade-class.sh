@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${PINGPONG_LAB_VENV:-.venv}
 course=${PINGPONG_LAB_COURSE:-course}
-count=$("$venv/bin/python" -m pingpong_lab.grader.arraygrade count --course "$course")
+count=$("$venv/bin/python" -m pingpong_lab.grader array-count --course "$course")
 if [ "$count" -eq 0 ]; then
     echo "nothing in $course/submitted/<student>/<assignment>/ to grade" >&2
     exit 1

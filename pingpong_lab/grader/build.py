@@ -1,9 +1,9 @@
-"""Build, grade and check the nbgrader course.  Run from course/:
+"""Build, grade and check the nbgrader course (the commands of `python -m pingpong_lab.grader`):
 
-    python -m pingpong_lab.grader.build release     # exercises/ and solutions/ from course/source
-    python -m pingpong_lab.grader.build autograde [--jobs N]  # grade course/submitted/*, feedback
-    python -m pingpong_lab.grader.build solutions   # run solutions, HTML in build/solutions-html
-    python -m pingpong_lab.grader.build check       # exit 1 if exercises/ or solutions/ drifted
+    release     exercises/ and solutions/ from course/source
+    autograde   grade course/submitted/* as a class (classgrade), feedback included
+    solutions   run the solutions, HTML in build/solutions-html
+    check       exit 1 if exercises/ or solutions/ drifted from course/source
 
 Only course/source is ever edited. `release` runs `nbgrader generate_assignment` (which also
 records the assignments and their hidden tests in course/gradebook.db, needed by autograde) and
@@ -16,7 +16,6 @@ The nbgrader preprocessor that gives C cells a C stub is in course/preprocessors
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -26,6 +25,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from . import classgrade, gradebook, sandbox
 
 # -- notebooks --------------------------------------------------------------------------------
 VOLATILE_CELL_KEYS = (
@@ -202,18 +203,6 @@ def submissions(course: Path) -> dict[str, list[str]]:
     return found
 
 
-def scores(course: Path) -> list[tuple[str, str, float, float]]:
-    """(assignment, student, score, max_score) for every graded submission in the gradebook."""
-    from nbgrader.api import Gradebook
-
-    out = []
-    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
-        for assignment in gb.assignments:
-            for sub in assignment.submissions:
-                out.append((assignment.name, sub.student.id, sub.score, sub.max_score))
-    return sorted(out)
-
-
 def students_to_grade(course: Path, out=sys.stdout) -> tuple[dict[str, list[str]], list[str]]:
     """({student: [assignment, ...]}, the assignments submitted) for course/submitted/;
     a submitted folder with no assignment of that name in course/source is skipped, saying so."""
@@ -230,7 +219,6 @@ def students_to_grade(course: Path, out=sys.stdout) -> tuple[dict[str, list[str]
 
 def cmd_autograde(course: Path, jobs: int | None = None) -> int:
     """Grade every submission in course/submitted/, `jobs` students at a time (classgrade)."""
-    from . import classgrade
 
     students, graded = students_to_grade(course)
     if not students:
@@ -243,7 +231,7 @@ def cmd_autograde(course: Path, jobs: int | None = None) -> int:
     classgrade.report(outcomes, time.perf_counter() - start)
     classgrade.write_summary(course / "grades.csv", outcomes, graded)
     print("per-student scores: course/grades.csv; feedback in course/feedback/")
-    for name, student, score, max_score in scores(course):
+    for name, student, score, max_score in gradebook.scores(course):
         print(f"  {name:<16} {student:<20} {score:6.1f} / {max_score:g}")
     return 1 if any(o.status != "ok" for o in outcomes) else 0
 
@@ -276,7 +264,6 @@ def time_grading(course: Path, student: str = "timing") -> dict:
     whole submission as `make autograde JOBS=1` does (sandbox, every notebook executed in
     grading mode, feedback).
     """
-    from . import classgrade
 
     course = Path(course).resolve()
     with tempfile.TemporaryDirectory(prefix="pingpong-lab-grading-") as tmp:
@@ -287,13 +274,13 @@ def time_grading(course: Path, student: str = "timing") -> dict:
         nbgrader(work, "generate_assignment", "*", "--force", "--log-level=WARN")
         for name in names:
             shutil.copytree(course.parent / "solutions" / name, work / "submitted" / student / name)
-        isolate = classgrade.sandbox_problem() is None
+        isolate = sandbox.problem() is None
         timeout = classgrade.SUBMISSION_TIMEOUT_S
         outcome = classgrade.grade_one(work, student, names, timeout, isolate)
         if outcome.status != "ok":
             raise RuntimeError(f"grading the solutions {outcome.status}: {outcome.why}")
         elapsed = outcome.seconds
-        graded = scores(work)
+        graded = gradebook.scores(work)
     return {
         "autograde_s": elapsed,
         "notebooks": len(names),
@@ -311,7 +298,6 @@ def time_class_grading(course: Path, count: int, jobs: list[int], name="01_pingp
     scores_ok when every student has every part, survivors the processes still running in the
     scratch course after each run (none expected).
     """
-    from . import classgrade
 
     course = Path(course).resolve()
     out: dict = {"count": count, "notebook": name, "seconds": {}, "scores_ok": True}
@@ -402,35 +388,3 @@ def cmd_check(course: Path) -> int:
         return 1
     print("exercises/ and solutions/ match course/source")
     return 0
-
-
-COMMANDS = {
-    "release": cmd_release,
-    "autograde": cmd_autograde,
-    "solutions": cmd_solutions,
-    "check": cmd_check,
-}
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m pingpong_lab.grader.build", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("command", choices=sorted(COMMANDS))
-    parser.add_argument("--course", default=".", help="the course directory (default: .)")
-    parser.add_argument(
-        "--jobs", type=int, default=0, help="autograde: students at once (default: the cores)"
-    )
-    args = parser.parse_args(argv)
-    course = Path(args.course).resolve()
-    if not (course / "nbgrader_config.py").is_file():
-        parser.error(f"{course} has no nbgrader_config.py: run from course/ or pass --course")
-    if args.jobs < 0:
-        parser.error("--jobs must be 0 (the cores) or more")
-    if args.command == "autograde":
-        return cmd_autograde(course, args.jobs or None)
-    return COMMANDS[args.command](course)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

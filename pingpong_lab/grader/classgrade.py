@@ -1,24 +1,28 @@
 """Grade a whole class at once: one worker per submission, one gradebook, one summary.
 
-    python -m pingpong_lab.grader.build autograde --jobs 4     # or: make autograde JOBS=4
+    python -m pingpong_lab.grader autograde --jobs 4     # or: make autograde JOBS=4
 
-Each student's submission (every notebook in course/submitted/<student>/) is graded by its own
-nbgrader autograde and generate_feedback, both in one Python process (`python -m
-pingpong_lab.grader.classgrade <course> <student>`: nbgrader's start-up is paid once), in its own
-process group with its own temporary directory, under a wall-clock deadline; when the deadline
-passes, the whole group (kernel, engines, mpiexec) is ended and the submission is reported as
-failed, never half-recorded. Up to `jobs` submissions run at once. They share the one SQLite
-gradebook: SQLite lets one writer in at a time and the others wait (the course config gives the
-gradebook a busy timeout), and each nbgrader run only writes its own student's rows, so nothing
-is lost or mixed. A line per finished submission shows done/failed/remaining; at the end come
-the slowest submissions and course/grades.csv, one row per student with a score per notebook.
+Each student's submission (every notebook in course/submitted/<student>/) is graded in a stage
+of its own (stage.py: a scratch course with that submission and a gradebook without any
+student), inside a sandbox that shows it nothing of the class course (sandbox.py), by one
+Python process that runs nbgrader's autograde and generate_feedback (`python -m
+pingpong_lab.grader.classgrade <stage> <student>`: nbgrader's start-up is paid once), in its
+own process group, under a wall-clock deadline; when the deadline passes, the whole group
+(kernel, engines, mpiexec) is ended and the submission is reported as failed. Then, in this
+process, the stage's gradebook is read as data, checked and merged into the class gradebook
+(gradebook.merge), and the graded notebooks and feedback are copied back. A submission whose
+gradebook does not pass the checks, or that recorded no scores, is a failure: it is never an
+empty row, and it changes nothing in the class gradebook. Up to `jobs` submissions run at once;
+the class gradebook is copied aside before the first is graded (gradebook.backup).
+
+A line per finished submission shows done/failed/remaining; at the end come the slowest
+submissions and course/grades.csv, one row per student with a score per notebook.
 """
 
 from __future__ import annotations
 
 import csv
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,51 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..mpi.processes import run_group
+from . import gradebook, sandbox, stage
 
 SUBMISSION_TIMEOUT_S = 1800.0  # one student's notebooks, all of them (grading mode: minutes)
-REPO = Path(__file__).resolve().parents[2]  # the course's code, notebooks and C kernels
-
-
-def sandbox_problem() -> str | None:
-    """Why grading cannot be sandboxed here, or None when bubblewrap works."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bubblewrap is not installed (`make sandbox` installs it as root)"
-    probe = subprocess.run(
-        [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--unshare-pid", "true"],
-        capture_output=True,
-        text=True,
-    )
-    if probe.returncode != 0:
-        return f"bubblewrap cannot start here ({probe.stderr.strip()[:120]})"
-    return None
-
-
-def sandbox(course: Path, student: str) -> list[str]:
-    """bubblewrap arguments that isolate one student's grading.
-
-    Inside: no network (a private loopback only, which the engines and MPI use), a private
-    process tree (everything in it ends with the grader), private /tmp and /dev/shm, the
-    repository and the course's sources and submissions read-only, and of autograded/ and
-    feedback/ only this student's folders writable (and the gradebook: nbgrader records the
-    scores from inside).
-    """
-    course = course.resolve()
-    args = [shutil.which("bwrap") or "bwrap", "--dev-bind", "/", "/", "--proc", "/proc"]
-    # a private /dev/shm too: MPI names its shared-memory segments after process ids, which
-    # repeat between sandboxes (each has its own), so shared segments would collide
-    args += ["--tmpfs", "/tmp", "--tmpfs", "/dev/shm"]
-    args += ["--unshare-net", "--unshare-pid", "--die-with-parent"]
-    args += ["--ro-bind", str(REPO), str(REPO), "--bind", str(course), str(course)]
-    mine = [course / "autograded" / student, course / "feedback" / student]
-    for folder in mine:
-        folder.mkdir(parents=True, exist_ok=True)
-    for part in ("source", "submitted", "nbgrader_config.py", "autograded", "feedback"):
-        if (course / part).exists():
-            args += ["--ro-bind", str(course / part), str(course / part)]
-    for folder in mine:
-        args += ["--bind", str(folder), str(folder)]
-    return args
+# what the grading's processes inherit from ours, besides the variables set below
+DROPPED_ENV = ("PINGPONG_LAB_EXCHANGE", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
+               "MPLCONFIGDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME")  # fmt: skip
 
 
 @dataclass
@@ -95,19 +60,25 @@ def default_jobs() -> int:
     return max(1, cpu_count())
 
 
-def grade_student(course: Path, student: str, out=sys.stderr, gradebook=None) -> int:
+def grade_student(course: Path, student: str, out=sys.stderr, confine: bool = False) -> int:
     """nbgrader autograde, then generate_feedback, of every notebook of one student, in this
     process; the MPI engines lent to the student's notebooks are stopped in between. Returns
     the exit status (1 with the step and its error written to `out` when a step fails).
-    `gradebook`: an SQLite file to record the scores in instead of the course's."""
+
+    `confine`: start the kernels and engines with the course folder read-only but for the
+    student's autograded/ folder (sandbox.confine_prefix), so that only nbgrader writes the
+    gradebook."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import load_pyconfig_files
 
     from .preprocessors import ENGINE_POOL
 
     config = load_pyconfig_files(["nbgrader_config.py"], str(course))
-    if gradebook is not None:
-        config.CourseDirectory.db_url = f"sqlite:///{Path(gradebook).resolve()}"
+    if confine:
+        config.MemoryLimitedKernelManager.confine_readonly = [str(course)]
+        config.MemoryLimitedKernelManager.confine_writable = [
+            str(Path(course) / "autograded" / student)
+        ]
     api = NbGraderAPI(config=config)
     steps = {
         "autograde": lambda: api.autograde("*", student, force=True, create=True),
@@ -126,16 +97,17 @@ def grade_student(course: Path, student: str, out=sys.stderr, gradebook=None) ->
     return 0
 
 
-def _grade_in_group(
-    course: Path, student: str, timeout: float, env: dict, wrap=(), gradebook=None
-) -> None:
+def _grade_in_group(course: Path, student: str, timeout: float, env: dict, wrap=()) -> None:
     cmd = [*wrap, sys.executable, "-m", "pingpong_lab.grader.classgrade", str(course), student]
-    if gradebook is not None:
-        cmd.append(str(Path(gradebook).resolve()))
+    if wrap:
+        cmd.append("--confine")
     proc = run_group(cmd, timeout, env=env, cwd=course)
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         raise RuntimeError(f"grading exited with {proc.returncode}: {tail}")
+
+
+_MERGE = threading.Lock()  # one writer of the class gradebook in this process
 
 
 def grade_one(
@@ -144,26 +116,42 @@ def grade_one(
     assignments: list[str],
     timeout: float,
     isolate: bool = True,
-    gradebook: Path | None = None,
+    result: Path | None = None,
 ) -> Outcome:
-    """Autograde and write feedback for one student's submission; never raises.
+    """Grade one student's submission in a stage of its own, then merge its checked scores
+    into the class gradebook and copy back its graded notebooks and feedback; never raises.
 
-    `gradebook`: record the scores in this SQLite file instead of the course's (a Slurm array
-    task's own gradebook, merged later by arraygrade)."""
+    `result`: instead of merging, keep the stage's gradebook as this file (a Slurm array
+    task's result, merged later by arraygrade with the same gradebook.merge)."""
+    course = Path(course).resolve()
     outcome = Outcome(student, assignments)
     start = time.perf_counter()
-    deadline = start + timeout  # sandbox set-up included
-    wrap = sandbox(course, student) if isolate else []
+    deadline = start + timeout  # the stage's set-up included
     with tempfile.TemporaryDirectory(prefix=f"pingpong-grade-{student}-") as tmp:
-        env = {**os.environ, "PINGPONG_LAB_GRADING": "1"}
-        env["PINGPONG_LAB_BUILD"] = str(Path(tmp) / "c-build")  # the student's C, built here
-        if not wrap:
-            env["TMPDIR"] = tmp
+        work = Path(tmp)
         try:
+            staged = stage.make(course, work, student, assignments)
+            env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+            env.update(PINGPONG_LAB_GRADING="1", HOME=str(work / "home"))
+            env.update(TMPDIR=str(work / "tmp"), PINGPONG_LAB_BUILD=str(work / "c-build"))
+            wrap = sandbox.grading_args(course, work) if isolate else []
             left = max(1.0, deadline - time.perf_counter())
-            _grade_in_group(course, student, left, env, wrap, gradebook)
+            _grade_in_group(staged, student, left, env, wrap)
+            if result is not None:
+                gradebook.check_result(course / "gradebook.db", staged / "gradebook.db",
+                                       student, assignments)  # fmt: skip
+                gradebook.copy(staged / "gradebook.db", result)
+            else:
+                with _MERGE:
+                    gradebook.merge(course / "gradebook.db", staged / "gradebook.db", student,
+                                    assignments)  # fmt: skip
+            skipped = stage.bring_back(staged, course, student, assignments)
+            if skipped:
+                outcome.why = "not copied back: " + ", ".join(skipped[:5])
         except subprocess.TimeoutExpired:
             outcome.status, outcome.why = "timeout", f"over {timeout:.0f} s"
+        except gradebook.ResultRefused as exc:
+            outcome.status, outcome.why = "failed", f"scores refused: {exc}"
         except (RuntimeError, OSError) as exc:
             outcome.status, outcome.why = "failed", str(exc)
     outcome.seconds = time.perf_counter() - start
@@ -201,10 +189,12 @@ def grade_class(
 ) -> list[Outcome]:
     """Grade every student in `todo` ({student: [assignment, ...]}), `jobs` at a time, each in
     a sandbox when bubblewrap works here (and saying so when it does not)."""
-    problem = sandbox_problem()
+    problem = sandbox.problem()
+    saved = gradebook.backup(course / "gradebook.db")
+    print(f"the class gradebook was copied to {saved.relative_to(course)} first", flush=True)
     print(
-        "each submission in a sandbox: no network, private processes and /tmp, course files "
-        "read-only"
+        "each submission in a sandbox: its own stage and gradebook, no other student's files, "
+        "no network, private processes, its code unable to write the scores"
         if problem is None
         else f"not isolated: {problem}",
         flush=True,
@@ -223,14 +213,17 @@ def grade_class(
 
 
 def attach_scores(course: Path, outcomes: list[Outcome]) -> None:
-    """Each outcome's scores, {assignment: (score, max_score)}, from the course gradebook."""
-    from .build import scores
-
+    """Each outcome's scores, {assignment: (score, max_score)}, from the course gradebook; an
+    outcome "ok" without a score for each of its assignments becomes a failure."""
     by_student: dict[str, dict] = {}
-    for assignment, student, score, max_score in scores(course):
+    for assignment, student, score, max_score in gradebook.scores(course):
         by_student.setdefault(student, {})[assignment] = (score, max_score)
     for outcome in outcomes:
-        outcome.scores = by_student.get(outcome.student, {})
+        mine = by_student.get(outcome.student, {})
+        outcome.scores = {a: mine[a] for a in outcome.assignments if a in mine}
+        lost = [a for a in outcome.assignments if a not in mine]
+        if outcome.status == "ok" and lost:
+            outcome.status, outcome.why = "failed", f"no scores for {', '.join(lost)}"
 
 
 def write_summary(path: Path, outcomes: list[Outcome], assignments: list[str]) -> None:
@@ -266,5 +259,5 @@ def report(outcomes: list[Outcome], wall_s: float, out=sys.stdout) -> None:
 
 
 if __name__ == "__main__":  # one student, inside its sandbox (see grade_one)
-    book = sys.argv[3] if len(sys.argv) > 3 else None
-    sys.exit(grade_student(Path(sys.argv[1]).resolve(), sys.argv[2], gradebook=book))
+    confined = sys.argv[3:] == ["--confine"]
+    sys.exit(grade_student(Path(sys.argv[1]).resolve(), sys.argv[2], confine=confined))

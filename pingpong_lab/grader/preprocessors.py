@@ -14,12 +14,13 @@ import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer, List, Unicode
 
 from ..course.cells import is_c_cell, is_test
 from ..engines.cluster import POOL_ENV
 from ..engines.pool import EnginePool
 from .audit import audit_notebook
+from .sandbox import confine_prefix
 
 # -- the C-aware stub -------------------------------------------------------------------------
 C_STUB = (
@@ -127,6 +128,8 @@ def describe_exit(status) -> str:
     """How a process ended, from its Popen returncode (negative: killed by that signal)."""
     if status is None:
         return "its exit status is unknown"
+    if status > 128 and status - 128 in signal.valid_signals():
+        status = 128 - status  # through a sandbox (or a shell): 128 + the signal's number
     if status < 0:
         try:
             name, what = signal.Signals(-status).name, signal.strsignal(-status)
@@ -165,21 +168,35 @@ def memory_limit_prefix(limit_mb: int) -> list[str]:
 
 
 class MemoryLimitedKernelManager(AsyncKernelManager):
-    """nbgrader's kernel manager, starting the kernel with a limit on its memory (RLIMIT_DATA).
+    """nbgrader's kernel manager, starting the kernel with a limit on its memory (RLIMIT_DATA)
+    and, when grading a class, confined (sandbox.confine_prefix).
 
     The limit is per process and inherited: the kernel, and each MPI engine, mpiexec and
     controller it starts, may each allocate at most memory_limit_mb of private memory. A cell
     that asks for more gets MemoryError instead of swapping the grading machine.
+
+    confine_readonly: folders the kernel (and the engines lent to it) see read-only, except the
+    confine_writable folders inside them; set by classgrade for a sandboxed submission, so that
+    a learner's code cannot write the gradebook that nbgrader records its scores in.
     """
 
     memory_limit_mb = Integer(
         4096, help="Private memory each kernel process may allocate, in MiB (0: no limit)"
     ).tag(config=True)
+    confine_readonly = List(
+        Unicode(), help="Folders the kernel and its engines may read but not write"
+    ).tag(config=True)
+    confine_writable = List(
+        Unicode(), help="Folders inside confine_readonly that stay writable"
+    ).tag(config=True)
+
+    def command_prefix(self) -> list[str]:
+        """What the kernel's command (and the lent engines' mpiexec) is started through."""
+        confine = confine_prefix(list(self.confine_readonly), list(self.confine_writable))
+        return confine + memory_limit_prefix(self.memory_limit_mb)
 
     def format_kernel_cmd(self, extra_arguments=None):
-        return memory_limit_prefix(self.memory_limit_mb) + super().format_kernel_cmd(
-            extra_arguments
-        )
+        return self.command_prefix() + super().format_kernel_cmd(extra_arguments)
 
 
 # -- MPI engines shared by the notebooks of one submission ------------------------------------
@@ -206,11 +223,12 @@ class _StudentPool:
         self.pool: EnginePool | None = None
         atexit.register(self.close)
 
-    def ready(self, student, sizes, memory_limit_mb: int) -> None:
-        """Engines of `sizes` for this student; a student unknown (None) shares with no one."""
+    def ready(self, student, sizes, prefix: list[str]) -> None:
+        """Engines of `sizes` for this student, their mpiexec started through `prefix`; a
+        student unknown (None) shares with no one."""
         if self.pool is None or student is None or student != self.student:
             self.close()
-            self.pool = EnginePool(mpiexec_prefix=memory_limit_prefix(memory_limit_mb))
+            self.pool = EnginePool(mpiexec_prefix=prefix)
             self.student = student
             os.environ.update(self.pool.env)  # the kernels started from here borrow them
         self.pool.ready(sizes)
@@ -274,9 +292,9 @@ class CrashTolerantExecute(Execute):
         if not self.engine_pool:
             ENGINE_POOL.close()
             return
-        limit = MemoryLimitedKernelManager(parent=self).memory_limit_mb
+        prefix = MemoryLimitedKernelManager(parent=self).command_prefix()
         started = monotonic()
-        ENGINE_POOL.ready(self._student, self._sizes, limit)
+        ENGINE_POOL.ready(self._student, self._sizes, prefix)
         self.log.info("engines %s ready in %.1f s", sorted(self._sizes), monotonic() - started)
 
     def _time_left(self) -> float | None:

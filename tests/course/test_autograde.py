@@ -299,7 +299,7 @@ def graded(tmp_path_factory):
     tag, env = grading_env(root)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader.build", "release"],
+        [sys.executable, "-m", "pingpong_lab.grader", "release"],
         cwd=course,
         env=env,
         check=True,
@@ -335,7 +335,7 @@ def graded(tmp_path_factory):
             submit_notebook(course, student, "01_pingpong", _tampered(notebook(solution), student))
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader.build", "autograde"],
+        [sys.executable, "-m", "pingpong_lab.grader", "autograde"],
         cwd=course,
         env=env,
         capture_output=True,

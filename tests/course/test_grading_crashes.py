@@ -88,7 +88,7 @@ def graded(tmp_path_factory):
         assert solution_text.count(old) >= 1, f"the {student} edit no longer applies: {old!r}"
         submit(course, student, NAME, SOLUTION, _crash_edit(old, new))
     proc = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader.build", "autograde"],
+        [sys.executable, "-m", "pingpong_lab.grader", "autograde"],
         cwd=course,
         env=env,
         capture_output=True,

@@ -95,7 +95,7 @@ def graded(tmp_path_factory):
     course = scratch_course(root, COURSE, [NAME])
     tag, env = grading_env(root)
     subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader.build", "release"],
+        [sys.executable, "-m", "pingpong_lab.grader", "release"],
         cwd=course,
         env=env,
         check=True,

@@ -3,94 +3,59 @@
 from __future__ import annotations
 
 import csv
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from pingpong_lab.grader import arraygrade, build
+from pingpong_lab.grader import arraygrade, gradebook
 
-NAME = "01_pingpong"
-
-
-def _gradebook(path: Path):
-    from nbgrader.api import Gradebook
-
-    return Gradebook("sqlite:///" + str(path))
+from .gradebooks import NAME, array_task, make_course, open_gradebook
 
 
 @pytest.fixture
 def course(tmp_path) -> Path:
-    """A course with one released assignment (two grade cells) and three submissions."""
-    course = tmp_path / "course"
-    (course / "source" / NAME).mkdir(parents=True)
-    (course / "source" / NAME / f"{NAME}.ipynb").write_text("{}")
-    (course / "nbgrader_config.py").write_text("")
-    for student in ("ann", "bob", "cid"):
-        (course / "submitted" / student / NAME).mkdir(parents=True)
-    with _gradebook(course / "gradebook.db") as gb:
-        gb.add_assignment(NAME)
-        gb.add_notebook(NAME, NAME)
-        gb.add_grade_cell("part_a", NAME, NAME, max_score=2, cell_type="code")
-        gb.add_grade_cell("part_b", NAME, NAME, max_score=3, cell_type="code")
-    return course
-
-
-def _grade_task(course: Path, student: str, scores: dict, status="ok") -> None:
-    """What an array task leaves: its own gradebook with the student's scores, and a result."""
-    gradebook, result = arraygrade.task_files(course, student)
-    arraygrade.copy_gradebook(course / "gradebook.db", gradebook)
-    with _gradebook(gradebook) as gb:
-        gb.update_or_create_student(student)  # a regrade's copy has the student already
-        if any(sub.student.id == student for sub in gb.find_assignment(NAME).submissions):
-            gb.remove_submission(NAME, student)  # graded anew: new ids, as after a resubmission
-        gb.add_submission(NAME, student)
-        for cell, score in scores.items():
-            grade = gb.find_grade(cell, NAME, NAME, student)
-            grade.auto_score = score
-        gb.db.commit()
-    result.write_text(json.dumps({"student": student, "status": status, "seconds": 4.0, "why": ""}))
+    return make_course(tmp_path)
 
 
 def test_two_task_gradebooks_merge_into_the_course_gradebook_and_grades_csv(course):
-    _grade_task(course, "ann", {"part_a": 2, "part_b": 1})
-    _grade_task(course, "bob", {"part_a": 0, "part_b": 3})
+    array_task(course, "ann", {"part_a": 2, "part_b": 1})
+    array_task(course, "bob", {"part_a": 0, "part_b": 3})
     assert arraygrade.merge(course) == 1  # cid's task left nothing: a failure, reported
-    assert build.scores(course) == [(NAME, "ann", 3.0, 5.0), (NAME, "bob", 3.0, 5.0)]
-    with _gradebook(course / "gradebook.db") as gb:
+    assert gradebook.scores(course) == [(NAME, "ann", 3.0, 9.0), (NAME, "bob", 3.0, 9.0)]
+    with open_gradebook(course / "gradebook.db") as gb:
         assert gb.find_grade("part_b", NAME, NAME, "bob").score == 3.0
         assert gb.find_grade("part_a", NAME, NAME, "bob").score == 0.0
     rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open())}
     assert rows["ann"]["status"] == "ok" and rows["ann"][NAME] == "3.0"
-    assert rows["ann"]["max_total"] == "5.0" and rows["bob"]["total"] == "3.0"
+    assert rows["ann"]["max_total"] == "9.0" and rows["bob"]["total"] == "3.0"
     assert rows["cid"]["status"] == "failed" and "left no result" in rows["cid"]["note"]
 
 
 def test_merging_again_after_a_regrade_replaces_the_old_scores(course):
-    _grade_task(course, "ann", {"part_a": 1, "part_b": 1})
+    array_task(course, "ann", {"part_a": 1, "part_b": 1})
     arraygrade.merge(course)
-    _grade_task(course, "ann", {"part_a": 2, "part_b": 3})
+    array_task(course, "ann", {"part_a": 2, "part_b": 3})
     arraygrade.merge(course)
-    assert build.scores(course) == [(NAME, "ann", 5.0, 5.0)]
-    with _gradebook(course / "gradebook.db") as gb:
+    assert gradebook.scores(course) == [(NAME, "ann", 5.0, 9.0)]
+    with open_gradebook(course / "gradebook.db") as gb:
         assert len(gb.find_student("ann").submissions) == 1
 
 
 def test_a_gradebook_from_another_release_is_refused_and_the_master_is_unchanged(course):
-    other = course.parent / "other"
-    shutil.copytree(course, other)
-    (other / "gradebook.db").unlink()
-    with _gradebook(other / "gradebook.db") as gb:  # the same names, new ids
-        gb.add_assignment(NAME)
-        gb.add_notebook(NAME, NAME)
-        gb.add_grade_cell("part_a", NAME, NAME, max_score=2, cell_type="code")
-        gb.add_grade_cell("part_b", NAME, NAME, max_score=3, cell_type="code")
-    _grade_task(other, "ann", {"part_a": 2, "part_b": 3})
-    gradebook, _ = arraygrade.task_files(other, "ann")
-    with pytest.raises(arraygrade.MergeError, match="another release"):
-        arraygrade.merge_gradebook(course / "gradebook.db", gradebook, "ann")
-    assert build.scores(course) == []
+    other = make_course(course.parent / "other")  # the same names, new ids
+    array_task(other, "ann", {"part_a": 2, "part_b": 3})
+    book, _ = arraygrade.task_files(other, "ann")
+    with pytest.raises(gradebook.ResultRefused, match="another release"):
+        gradebook.merge(course / "gradebook.db", book, "ann", [NAME])
+    assert gradebook.scores(course) == []
+
+
+def test_the_merge_copies_the_class_gradebook_aside_first(course):
+    array_task(course, "ann", {"part_a": 2, "part_b": 3})
+    arraygrade.merge(course)
+    (saved,) = (course / gradebook.BACKUPS).glob("gradebook-*.db")
+    with open_gradebook(saved) as gb:
+        assert gb.find_assignment(NAME).num_submissions == 0  # as it was before the merge
 
 
 def test_a_task_index_past_the_class_says_how_many_tasks_there_are(course):

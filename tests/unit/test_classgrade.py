@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import io
 
-from pingpong_lab.grader import classgrade
+from pingpong_lab.grader import classgrade, gradebook
+
+from .gradebooks import NAME, make_course
 
 
 def _outcomes():
@@ -50,12 +52,30 @@ def test_the_report_names_failures_and_the_slowest():
 
 
 def test_a_missing_nbgrader_run_is_a_failed_submission_not_a_crash(tmp_path, monkeypatch):
-    def broken(course, student, timeout, env, wrap=(), gradebook=None):
+    def broken(course, student, timeout, env, wrap=()):
         raise RuntimeError("grading exited with 1: boom")
 
     monkeypatch.setattr(classgrade, "_grade_in_group", broken)
-    outcome = classgrade.grade_one(tmp_path, "carol", ["01_pingpong"], timeout=10, isolate=False)
+    course = make_course(tmp_path, students=["carol"])
+    outcome = classgrade.grade_one(course, "carol", [NAME], timeout=10, isolate=False)
     assert outcome.status == "failed" and "boom" in outcome.why
+    assert gradebook.scores(course) == []
+
+
+def test_a_run_that_ends_well_but_records_no_scores_is_a_failure(tmp_path, monkeypatch):
+    monkeypatch.setattr(classgrade, "_grade_in_group", lambda *a, **k: None)
+    course = make_course(tmp_path, students=["carol"])
+    outcome = classgrade.grade_one(course, "carol", [NAME], timeout=10, isolate=False)
+    assert outcome.status == "failed" and "no scores recorded" in outcome.why
+    classgrade.attach_scores(course, [outcome])
+    assert outcome.status == "failed" and outcome.scores == {}
+
+
+def test_an_ok_outcome_without_scores_in_the_gradebook_becomes_a_failure(tmp_path):
+    course = make_course(tmp_path, students=["carol"])
+    outcome = classgrade.Outcome("carol", [NAME])
+    classgrade.attach_scores(course, [outcome])
+    assert outcome.status == "failed" and f"no scores for {NAME}" in outcome.why
 
 
 def test_grading_a_student_without_a_submission_names_the_failed_step(tmp_path):

@@ -1,0 +1,91 @@
+"""bubblewrap sandboxes: one around each submission's grading, one more around its code.
+
+Two walls, because two kinds of code run while a submission is graded:
+
+- **The grading sandbox** (`grading_args`) holds nbgrader, its kernels and the MPI engines of
+  one submission. The file system is read-only; the course folder the instructor grades
+  (its class gradebook, every student's submissions, grades and feedback) and the grader's
+  home are not there at all (empty folders in their place); /tmp and /dev/shm are private and
+  empty; there is no network (a private loopback only); the process tree is private and ends
+  with the grader. Only the submission's stage (see stage.py: a scratch course with this
+  student's submission and a gradebook of their own), a home and a build folder are
+  writable.
+- **The code's confinement** (`confine_prefix`), inside that, starts each kernel and each MPI
+  engine job: the stage is read-only there except the student's autograded/ folder (their
+  notebooks' working folder), and the process has no capabilities, so it cannot remount
+  anything. nbgrader, outside the confinement, is the only writer of the stage's gradebook: a
+  submission cannot write its own scores either.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]  # the course's code, notebooks and C kernels
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def problem() -> str | None:
+    """Why grading cannot be sandboxed here (bubblewrap missing or refused), or None."""
+    bwrap = _bwrap()
+    if bwrap is None:
+        return "bubblewrap is not installed (`make sandbox` installs it as root)"
+    inner = [bwrap, "--dev-bind", "/", "/", "--cap-drop", "ALL", "true"]
+    outer = [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--unshare-pid"]
+    probe = subprocess.run([*outer, *inner], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"bubblewrap cannot start here ({probe.stderr.strip()[:120]})"
+    return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def grading_args(course: Path, work: Path) -> list[str]:
+    """bubblewrap arguments that run one submission's grading, writing only `work` (the
+    submission's folder: its stage, a home, a build folder).
+
+    `course` (the class's course folder) and the grader's home are hidden; everything else
+    is read-only."""
+    course, work = Path(course).resolve(), Path(work).resolve()
+    args = [_bwrap() or "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
+    args += ["--proc", "/proc", "--unshare-net", "--unshare-pid", "--die-with-parent"]
+    hidden = [Path.home().resolve()]
+    exchange = os.environ.get("PINGPONG_LAB_EXCHANGE")
+    if exchange:
+        hidden.append(Path(exchange).resolve())
+    for folder in hidden:
+        if folder != Path("/") and folder.is_dir():
+            args += ["--tmpfs", str(folder)]
+    # the code the grading runs, when it lives in a hidden folder (a clone in the home)
+    for code in (REPO, Path(sys.prefix).resolve()):
+        if any(_inside(code, h) for h in hidden):
+            args += ["--ro-bind", str(code), str(code)]
+    # MPI names its shared-memory segments after process ids, which repeat between sandboxes
+    args += ["--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--tmpfs", "/var/tmp"]
+    if course.is_dir() and not _inside(course, Path("/tmp").resolve()):
+        args += ["--tmpfs", str(course)]  # after the code: a course inside the clone
+    args += ["--bind", str(work), str(work)]
+    return args
+
+
+def confine_prefix(readonly: list[str], writable: list[str]) -> list[str]:
+    """The command that runs the command after it with `readonly` folders read-only (but the
+    `writable` ones inside them) and no capabilities; nothing when bubblewrap is missing."""
+    bwrap = _bwrap()
+    if bwrap is None or not readonly:
+        return []
+    args = [bwrap, "--dev-bind", "/", "/"]
+    for folder in readonly:
+        args += ["--ro-bind", folder, folder]
+    for folder in writable:
+        args += ["--bind", folder, folder]
+    return [*args, "--cap-drop", "ALL", "--die-with-parent", "--"]

@@ -1,0 +1,55 @@
+"""Scratch courses and per-submission gradebooks for the merge tests (no nbgrader run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pingpong_lab.grader import arraygrade, gradebook
+
+NAME = "01_pingpong"
+
+
+def open_gradebook(path: Path):
+    from nbgrader.api import Gradebook
+
+    return Gradebook("sqlite:///" + str(path))
+
+
+def make_course(root: Path, students=("ann", "bob", "cid")) -> Path:
+    """A course with one released assignment (two grade cells, one task) and submissions."""
+    course = root / "course"
+    (course / "source" / NAME).mkdir(parents=True)
+    (course / "source" / NAME / f"{NAME}.ipynb").write_text("{}")
+    (course / "nbgrader_config.py").write_text("")
+    for student in students:
+        (course / "submitted" / student / NAME).mkdir(parents=True)
+    with open_gradebook(course / "gradebook.db") as gb:
+        gb.add_assignment(NAME)
+        gb.add_notebook(NAME, NAME)
+        gb.add_grade_cell("part_a", NAME, NAME, max_score=2, cell_type="code")
+        gb.add_grade_cell("part_b", NAME, NAME, max_score=3, cell_type="code")
+        gb.add_task_cell("essay", NAME, NAME, max_score=4, cell_type="markdown")
+    return course
+
+
+def graded_result(course: Path, student: str, scores: dict, path: Path) -> Path:
+    """What grading one submission leaves: a gradebook of its own (gradebook.for_one_student)
+    in which nbgrader recorded `student`'s scores ({cell: auto score})."""
+    gradebook.for_one_student(course / "gradebook.db", path)
+    with open_gradebook(path) as gb:
+        gb.update_or_create_student(student)
+        gb.add_submission(NAME, student)
+        for cell, score in scores.items():
+            grade = gb.find_grade(cell, NAME, NAME, student)
+            grade.auto_score = score
+        gb.db.commit()
+    return path
+
+
+def array_task(course: Path, student: str, scores: dict, status="ok") -> None:
+    """What an array task leaves: its checked gradebook and how it went."""
+    book, result = arraygrade.task_files(course, student)
+    book.parent.mkdir(parents=True, exist_ok=True)
+    graded_result(course, student, scores, book)
+    result.write_text(json.dumps({"student": student, "status": status, "seconds": 4.0, "why": ""}))
