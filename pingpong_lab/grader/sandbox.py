@@ -66,9 +66,12 @@ def grading_args(course: Path, work: Path) -> list[str]:
         if folder != Path("/") and folder.is_dir():
             args += ["--tmpfs", str(folder)]
     # the code the grading runs, when it lives in a hidden folder (a clone in the home)
-    for code in (REPO, Path(sys.prefix).resolve()):
-        if any(_inside(code, h) for h in hidden):
-            args += ["--ro-bind", str(code), str(code)]
+    # (the clone, its environment, and the Python that environment was made from)
+    code = {REPO, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    code.add(Path(sys.executable).resolve().parents[1])
+    for folder in sorted(code):
+        if any(_inside(folder, h) for h in hidden):
+            args += ["--ro-bind", str(folder), str(folder)]
     # MPI names its shared-memory segments after process ids, which repeat between sandboxes
     args += ["--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--tmpfs", "/var/tmp"]
     if course.is_dir() and not _inside(course, Path("/tmp").resolve()):

@@ -1,0 +1,95 @@
+"""The grading sandbox shows a submission nothing of the class, and its code cannot write the
+gradebook nbgrader records its scores in (real bubblewrap; skipped where it cannot run)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pingpong_lab.grader import sandbox
+
+pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbox.problem()))
+
+# a course outside /tmp (as course/ in a clone is): the sandbox must hide it by itself
+OUTSIDE_TMP = sandbox.REPO / "build"
+
+PROBE = r"""
+import os, sys, json
+course, work, stage = sys.argv[1:4]
+report = {"course": sorted(os.listdir(course)) if os.path.isdir(course) else None}
+def tries(path):
+    try:
+        with open(path, "a") as f:
+            f.write("x")
+        return "written"
+    except OSError as exc:
+        return exc.strerror
+report["class gradebook"] = tries(os.path.join(course, "gradebook.db"))
+report["root"] = tries("/vandal")
+report["stage gradebook"] = tries(os.path.join(stage, "gradebook.db"))
+report["own folder"] = tries(os.path.join(stage, "autograded", "ann", "x.txt"))
+report["work"] = tries(os.path.join(work, "tmp", "x"))
+report["home"] = sorted(os.listdir(os.path.expanduser("~")))
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture
+def class_course():
+    OUTSIDE_TMP.mkdir(exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=OUTSIDE_TMP))
+    course = root / "course"
+    (course / "submitted" / "bob").mkdir(parents=True)
+    (course / "gradebook.db").write_text("the class's grades")
+    work = Path(tempfile.mkdtemp(prefix="pingpong-grade-ann-"))
+    stage = work / "course"
+    (stage / "autograded" / "ann").mkdir(parents=True)
+    (stage / "gradebook.db").write_text("ann's scores")
+    (work / "tmp").mkdir()
+    yield course, work, stage
+    shutil.rmtree(root)
+    shutil.rmtree(work)
+
+
+def _run(args, course, work, stage):
+    import json
+
+    cmd = [*args, sys.executable, "-c", PROBE, str(course), str(work), str(stage)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_class_course_and_the_home_are_not_there_and_only_the_work_folder_is_writable(
+    class_course,
+):
+    course, work, stage = class_course
+    seen = _run(sandbox.grading_args(course, work), course, work, stage)
+    assert seen["course"] == []  # no gradebook, no other student's submission
+    assert seen["root"] == "Read-only file system"  # a write to the class path stays inside
+    assert seen["stage gradebook"] == "written" and seen["work"] == "written"
+    assert Path.home().name not in seen["home"] or seen["home"] == []
+    assert (course / "gradebook.db").read_text() == "the class's grades"
+
+
+def test_the_learners_code_cannot_write_the_gradebook_of_its_own_stage(class_course):
+    course, work, stage = class_course
+    confined = sandbox.confine_prefix([str(stage)], [str(stage / "autograded" / "ann")])
+    seen = _run(sandbox.grading_args(course, work) + confined, course, work, stage)
+    assert seen["stage gradebook"] == "Read-only file system"
+    assert seen["own folder"] == "written" and seen["work"] == "written"
+    assert (stage / "gradebook.db").read_text() == "ann's scores"
+
+
+def test_the_confined_code_cannot_lift_the_confinement(class_course):
+    course, work, stage = class_course
+    confined = sandbox.confine_prefix([str(stage)], [])
+    undo = f"umount {stage} || mount -o remount,rw {stage}; echo x >> {stage}/gradebook.db"
+    cmd = sandbox.grading_args(course, work) + confined + ["sh", "-c", undo]
+    subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert (stage / "gradebook.db").read_text() == "ann's scores"
