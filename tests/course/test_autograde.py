@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from pingpong_lab.grader import build
+from pingpong_lab.grader import build, sandbox
 
 from ..conftest import requires_mpi
+from . import vandals
 from .corpus import CASES, CORPUS, corpus_case
 from .submissions import (
     cell_score,
@@ -38,6 +39,8 @@ from .submissions import (
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 ASSIGNMENTS = build.assignments(COURSE)
+# submissions that attack files run only where the grading sandbox hides the class from them
+ISOLATED = sandbox.problem() is None
 
 pytestmark = [requires_mpi, pytest.mark.nbgrader, pytest.mark.timeout(900)]
 
@@ -333,6 +336,17 @@ def graded(tmp_path_factory):
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         for student in TAMPERED:
             submit_notebook(course, student, "01_pingpong", _tampered(notebook(solution), student))
+        if ISOLATED:
+            for student in vandals.WRECKERS:
+                nb = vandals.with_cell(notebook(solution), vandals.WRECK, "pingpong_python")
+                submit_notebook(course, student, "01_pingpong", nb)
+            release = root / "exercises" / "01_pingpong" / "01_pingpong.ipynb"
+            nb = vandals.with_cell(notebook(release), vandals.FORGE)
+            submit_notebook(course, vandals.FORGER, "01_pingpong", nb)
+    sources = {p: p.read_bytes() for p in sorted((course / "source").rglob("*")) if p.is_file()}
+    submitted = {
+        p: p.read_bytes() for p in sorted((course / "submitted").rglob("*")) if p.is_file()
+    }
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pingpong_lab.grader", "autograde"],
@@ -355,6 +369,8 @@ def graded(tmp_path_factory):
             for a, s, score, mx in build.scores(course)
         },
         "log": proc.stdout,
+        "sources": sources,
+        "submitted": submitted,
     }
 
 
@@ -534,6 +550,52 @@ def test_changing_the_grader_scores_zero_from_that_cell_on(graded, student):
             assert notes and "changes what the tests use" in notes[0]["evalue"], gid
     html = (course / "feedback" / student / "01_pingpong" / "01_pingpong.html").read_text()
     assert "GraderChanged" in html
+
+
+def _needs_vandals():
+    if "01_pingpong" not in ASSIGNMENTS or not ISOLATED:
+        pytest.skip(f"no 01_pingpong or no sandbox ({sandbox.problem()})")
+
+
+def test_submissions_that_wreck_files_change_no_other_students_grades_or_files(graded):
+    """Wreckers graded first and last: every other student keeps every score, the gradebook
+    keeps every assignment, the course's sources and submissions are as they were."""
+    _needs_vandals()
+    course = graded["course"]
+    students = {s for (_, s) in graded["scores"]}
+    assert set(vandals.WRECKERS) <= students
+    every = {p.name for p in (course / "submitted").iterdir()}
+    assert students == every  # nobody's scores were lost
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        assert sorted(a.name for a in gb.assignments) == ASSIGNMENTS
+    for name in ASSIGNMENTS:
+        score, max_score = graded["scores"][(name, "solution")]
+        assert score == max_score, name
+    assert {p: p.read_bytes() for p in graded["sources"]} == graded["sources"]
+    assert {p: p.read_bytes() for p in graded["submitted"]} == graded["submitted"]
+    for student in vandals.WRECKERS:  # its own refused cell is reported, its own tests lost
+        nb = _graded_nb(course, student, "01_pingpong")
+        assert any(
+            o.get("ename") == "GraderChanged" for c in nb["cells"] for o in c.get("outputs", [])
+        ), student
+
+
+def test_a_process_left_behind_cannot_write_its_own_scores(graded):
+    """The forger answers nothing and leaves a process that writes full marks into every
+    gradebook it finds while nbgrader records: it scores what the untouched release does."""
+    _needs_vandals()
+    assert graded["scores"][("01_pingpong", vandals.FORGER)][0] == 0
+    assert graded["scores"][("01_pingpong", "solution")][0] > 0
+
+
+def test_the_class_gradebook_was_copied_aside_before_grading(graded):
+    (saved,) = (graded["course"] / "gradebook-backups").glob("gradebook-*.db")
+    from nbgrader.api import Gradebook
+
+    with Gradebook("sqlite:///" + str(saved)) as gb:
+        assert gb.students == []  # as it was: released, nobody graded yet
 
 
 def test_the_class_is_graded_in_parallel_into_one_gradebook_and_a_summary(graded):
