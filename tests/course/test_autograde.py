@@ -294,6 +294,10 @@ def _partial_edit(name):
     return apply
 
 
+def _files(folder: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """A generated, submitted and autograded copy of the course."""
