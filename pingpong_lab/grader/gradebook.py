@@ -90,6 +90,7 @@ class Cell:
     name: str
     notebook: str
     max_score: float
+    by_hand: bool  # a task, or an answer graded by a person: autograde gives it no points
 
 
 def _definitions(db: sqlite3.Connection, prefix: str, names: list[str]):
@@ -102,15 +103,19 @@ def _definitions(db: sqlite3.Connection, prefix: str, names: list[str]):
         for _, (found, notebooks) in out.items():
             if found == aid:
                 notebooks[nid] = (nname, {})
+    # a grade cell that is also a solution cell (the same name) is an answer graded by hand
     cells = (
-        f"SELECT b.id, b.name, b.notebook_id, g.max_score FROM {prefix}base_cell b JOIN "
-        f"(SELECT id, max_score FROM {prefix}grade_cells UNION ALL "
-        f"SELECT id, max_score FROM {prefix}task_cells) g ON g.id = b.id"
+        f"SELECT b.id, b.name, b.notebook_id, g.max_score, g.task OR EXISTS (SELECT 1 FROM "
+        f"{prefix}base_cell s JOIN {prefix}solution_cells sc ON sc.id = s.id WHERE "
+        f"s.name = b.name AND s.notebook_id = b.notebook_id) FROM {prefix}base_cell b JOIN "
+        f"(SELECT id, max_score, 0 AS task FROM {prefix}grade_cells UNION ALL "
+        f"SELECT id, max_score, 1 AS task FROM {prefix}task_cells) g ON g.id = b.id"
     )
     by_notebook = {nid: nb for _, notebooks in out.values() for nid, nb in notebooks.items()}
-    for cid, cname, nid, max_score in db.execute(cells):
+    for cid, cname, nid, max_score, by_hand in db.execute(cells):
         if nid in by_notebook:
-            by_notebook[nid][1][cid] = Cell(cid, cname, by_notebook[nid][0], float(max_score))
+            name = by_notebook[nid][0]
+            by_notebook[nid][1][cid] = Cell(cid, cname, name, float(max_score), bool(by_hand))
     return out
 
 
@@ -200,10 +205,11 @@ def _checked_rows(db, student: str, assignments: list[str]) -> dict:
             raise ResultRefused(f"a score for a cell this run did not grade: {row}")
         seen.add((row["notebook_id"], row["cell_id"]))
         value = row["auto_score"]  # the only score a grading run gives (merge keeps the rest)
-        if value is not None and not (_finite(value) and 0 <= value <= cell.max_score):
+        top = 0.0 if cell.by_hand else cell.max_score
+        if value is not None and not (_finite(value) and 0 <= value <= top):
             raise ResultRefused(
                 f"{cell.notebook} cell {cell.name}: a score of {value!r} is not within "
-                f"0 .. {cell.max_score:g}"
+                f"0 .. {top:g}" + (" (it is graded by hand)" if cell.by_hand else "")
             )
     every = {(nb, cid) for nb, defs in cells.items() for cid in defs}
     if seen != every:

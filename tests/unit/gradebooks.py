@@ -30,6 +30,8 @@ def make_course(root: Path, students=("ann", "bob", "cid")) -> Path:
         gb.add_grade_cell("part_a", NAME, NAME, max_score=2, cell_type="code")
         gb.add_grade_cell("part_b", NAME, NAME, max_score=3, cell_type="code")
         gb.add_task_cell("essay", NAME, NAME, max_score=4, cell_type="markdown")
+        gb.add_grade_cell("answer", NAME, NAME, max_score=1, cell_type="markdown")
+        gb.add_solution_cell("answer", NAME, NAME)  # an answer graded by hand
     return course
 
 

@@ -21,13 +21,13 @@ def test_two_task_gradebooks_merge_into_the_course_gradebook_and_grades_csv(cour
     array_task(course, "ann", {"part_a": 2, "part_b": 1})
     array_task(course, "bob", {"part_a": 0, "part_b": 3})
     assert arraygrade.merge(course) == 1  # cid's task left nothing: a failure, reported
-    assert gradebook.scores(course) == [(NAME, "ann", 3.0, 9.0), (NAME, "bob", 3.0, 9.0)]
+    assert gradebook.scores(course) == [(NAME, "ann", 3.0, 10.0), (NAME, "bob", 3.0, 10.0)]
     with open_gradebook(course / "gradebook.db") as gb:
         assert gb.find_grade("part_b", NAME, NAME, "bob").score == 3.0
         assert gb.find_grade("part_a", NAME, NAME, "bob").score == 0.0
     rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open())}
     assert rows["ann"]["status"] == "ok" and rows["ann"][NAME] == "3.0"
-    assert rows["ann"]["max_total"] == "9.0" and rows["bob"]["total"] == "3.0"
+    assert rows["ann"]["max_total"] == "10.0" and rows["bob"]["total"] == "3.0"
     assert rows["cid"]["status"] == "failed" and "left no result" in rows["cid"]["note"]
 
 
@@ -36,7 +36,7 @@ def test_merging_again_after_a_regrade_replaces_the_old_scores(course):
     arraygrade.merge(course)
     array_task(course, "ann", {"part_a": 2, "part_b": 3})
     arraygrade.merge(course)
-    assert gradebook.scores(course) == [(NAME, "ann", 5.0, 9.0)]
+    assert gradebook.scores(course) == [(NAME, "ann", 5.0, 10.0)]
     with open_gradebook(course / "gradebook.db") as gb:
         assert len(gb.find_student("ann").submissions) == 1
 

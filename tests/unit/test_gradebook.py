@@ -41,7 +41,7 @@ def test_a_graded_submission_merges_and_leaves_the_other_students_alone(course):
     _merge(course, "bob", {"part_a": 1, "part_b": 1})
     bob = _all_rows(course)
     _merge(course, "ann", {"part_a": 2, "part_b": 3})
-    assert gradebook.scores(course) == [(NAME, "ann", 5.0, 9.0), (NAME, "bob", 2.0, 9.0)]
+    assert gradebook.scores(course) == [(NAME, "ann", 5.0, 10.0), (NAME, "bob", 2.0, 10.0)]
     after = _all_rows(course)
     assert set(bob["grade"]) <= set(after["grade"])  # bob's rows, untouched
 
@@ -58,6 +58,11 @@ def test_the_per_submission_gradebook_holds_no_other_student(course, tmp_path):
 REFUSED = {
     "a score above the cell's maximum": ("UPDATE grade SET auto_score = 99", "not within"),
     "a negative score": ("UPDATE grade SET auto_score = -1", "not within"),
+    "points for a task graded by hand": (
+        "UPDATE grade SET auto_score = 4 WHERE cell_id IN "
+        "(SELECT id FROM base_cell WHERE name = 'essay')",
+        "graded by hand",
+    ),
     "another student's rows": (
         "INSERT INTO student (id) VALUES ('bob'); "
         "UPDATE submitted_assignment SET student_id = 'bob'",
