@@ -120,8 +120,9 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.solution_directory = "solution"
-# Parallel graders (`make autograde JOBS=N`) share this gradebook: SQLite lets one writer in at
-# a time and the others wait up to `timeout` seconds for it.
+# `make autograde` grades each submission into a gradebook of its own and merges the checked
+# scores here (pingpong_lab/grader/gradebook.py); Formgrader and the merges wait up to
+# `timeout` seconds for one another.
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db") + "?timeout=120"
 # Build products of learners' C never travel with a submission.
 c.CourseDirectory.ignore = [
