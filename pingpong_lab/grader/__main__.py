@@ -58,12 +58,12 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="python -m pingpong_lab.grader",
         description="Release, grade and check the nbgrader course.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n")[1],
     )
     sub = top.add_subparsers(dest="command", required=True, metavar="command")
+    helps = dict(line.split(None, 1) for line in __doc__.split("\n\n")[1].strip().splitlines())
+    helps = {k.strip(): v.strip() for k, v in helps.items()}
     for name in COMMANDS:
-        one = sub.add_parser(name)
+        one = sub.add_parser(name, help=helps[name].split("  ")[-1].strip())
         one.add_argument("--course", default=".", help="the course folder (default: .)")
         if name == "autograde":
             one.add_argument("--jobs", type=int, default=0, help="students at once (0: cores)")
@@ -75,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
                 default=classgrade.SUBMISSION_TIMEOUT_S,
                 help="seconds for one submission",
             )
-    validate = sub.add_parser("validate", help="run notebooks as the grader will")
+    validate = sub.add_parser("validate", help=helps["validate"].split("  ")[-1].strip())
     validate.add_argument("notebooks", nargs="*", help="names (03_variability) or .ipynb paths")
     return top
 

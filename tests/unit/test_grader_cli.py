@@ -1,0 +1,42 @@
+"""The grader's one command: every subcommand listed, bad input answered clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from pingpong_lab.grader.__main__ import COMMANDS, main, parser
+
+from .gradebooks import make_course
+
+
+def test_the_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    for name in [*COMMANDS, "validate"]:
+        assert name in text
+
+
+def test_a_folder_without_a_course_is_named(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--course", str(tmp_path)])
+    assert "has no nbgrader_config.py" in capsys.readouterr().err
+
+
+def test_an_array_task_without_an_index_says_how_to_give_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    course = make_course(tmp_path)
+    assert main(["array-task", "--course", str(course)]) == 2
+    assert "needs an index" in capsys.readouterr().err
+
+
+def test_an_array_task_past_the_class_says_how_many_there_are(tmp_path, capsys):
+    course = make_course(tmp_path)
+    assert main(["array-task", "7", "--course", str(course)]) == 2
+    assert "3 submission(s), tasks 0..2" in capsys.readouterr().err
+
+
+def test_the_array_count_is_the_number_of_students(tmp_path, capsys):
+    course = make_course(tmp_path)
+    assert main(["array-count", "--course", str(course)]) == 0
+    assert capsys.readouterr().out.strip() == "3"
