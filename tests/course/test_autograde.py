@@ -153,6 +153,20 @@ TAMPERED = {
         "q = grading\nq.quiet = Swallow\n",
         {"test_pingpong_calls", "test_pingpong_engines"},
     ),
+    # two doors a deny-list left open: the object's own __setattr__, the module's __dict__
+    "tamper_setattr": (
+        "pingpong_python",
+        "f = lambda *a, **k: None\n"
+        'object.__setattr__(grading, "check_pingpong", f)\n'
+        'object.__setattr__(grading, "check_pingpong_on_engines", f)\n',
+        set(),
+    ),
+    "tamper_dict": (
+        "pingpong_python",
+        "f = lambda *a, **k: None\n"
+        "grading.__dict__.update(check_pingpong=f, check_pingpong_on_engines=f)\n",
+        set(),
+    ),
 }
 
 
@@ -246,7 +260,7 @@ def _tampered(nb: dict, student: str) -> dict:
     at = next(
         i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade_id") == after
     )
-    if student == "tamper_checks":  # no answer: the body is the release's stub
+    if after == "pingpong_python":  # no answer: the body is the release's stub
         body = "".join(cells[at]["source"])
         start, end = body.index("    rank = comm.Get_rank()"), body.rindex("comm.Send(recvbuf")
         cells[at]["source"] = body[:start] + _STUB + body[body.index("\n", end) + 1 :] + "\n" + code
