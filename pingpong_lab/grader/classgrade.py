@@ -60,25 +60,19 @@ def default_jobs() -> int:
     return max(1, cpu_count())
 
 
-def grade_student(course: Path, student: str, out=sys.stderr, confine: bool = False) -> int:
+def grade_student(course: Path, student: str, out=sys.stderr) -> int:
     """nbgrader autograde, then generate_feedback, of every notebook of one student, in this
     process; the MPI engines lent to the student's notebooks are stopped in between. Returns
     the exit status (1 with the step and its error written to `out` when a step fails).
 
-    `confine`: start the kernels and engines with the course folder read-only but for the
-    student's autograded/ folder (sandbox.confine_prefix), so that only nbgrader writes the
-    gradebook."""
+    The kernels and engines are confined by CrashTolerantExecute (the course folder read-only
+    but for the student's autograded/ folder), so that only nbgrader writes the gradebook."""
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import load_pyconfig_files
 
     from .preprocessors import ENGINE_POOL
 
     config = load_pyconfig_files(["nbgrader_config.py"], str(course))
-    if confine:
-        config.MemoryLimitedKernelManager.confine_readonly = [str(course)]
-        config.MemoryLimitedKernelManager.confine_writable = [
-            str(Path(course) / "autograded" / student)
-        ]
     api = NbGraderAPI(config=config)
     steps = {
         "autograde": lambda: api.autograde("*", student, force=True, create=True),
@@ -99,8 +93,6 @@ def grade_student(course: Path, student: str, out=sys.stderr, confine: bool = Fa
 
 def _grade_in_group(course: Path, student: str, timeout: float, env: dict, wrap=()) -> None:
     cmd = [*wrap, sys.executable, "-m", "pingpong_lab.grader.classgrade", str(course), student]
-    if wrap:
-        cmd.append("--confine")
     proc = run_group(cmd, timeout, env=env, cwd=course)
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -259,5 +251,4 @@ def report(outcomes: list[Outcome], wall_s: float, out=sys.stdout) -> None:
 
 
 if __name__ == "__main__":  # one student, inside its sandbox (see grade_one)
-    confined = sys.argv[3:] == ["--confine"]
-    sys.exit(grade_student(Path(sys.argv[1]).resolve(), sys.argv[2], confine=confined))
+    sys.exit(grade_student(Path(sys.argv[1]).resolve(), sys.argv[2]))

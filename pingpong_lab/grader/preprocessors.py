@@ -13,6 +13,7 @@ from time import monotonic
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
 from traitlets import Bool, Integer, List, Unicode
 
@@ -176,8 +177,9 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
     that asks for more gets MemoryError instead of swapping the grading machine.
 
     confine_readonly: folders the kernel (and the engines lent to it) see read-only, except the
-    confine_writable folders inside them; set by classgrade for a sandboxed submission, so that
-    a learner's code cannot write the gradebook that nbgrader records its scores in.
+    confine_writable folders inside them (CrashTolerantExecute sets them to the course folder
+    and the student's autograded/ folder), so that a learner's code cannot write the gradebook
+    that nbgrader records its scores in.
     """
 
     memory_limit_mb = Integer(
@@ -273,6 +275,12 @@ class CrashTolerantExecute(Execute):
         900, help="Seconds for executing one whole notebook, restarts included (0: no limit)"
     ).tag(config=True)
 
+    confine = Bool(
+        True,
+        help="Start kernels and engines with the course folder read-only, except the student's "
+        "autograded/ folder (needs bubblewrap; without it they are not confined)",
+    ).tag(config=True)
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", MemoryLimitedKernelManager)
         super().__init__(*args, **kwargs)
@@ -287,12 +295,25 @@ class CrashTolerantExecute(Execute):
         self._engines_ready()
         return super().preprocess(nb, resources, km)
 
+    def _confined(self, km: MemoryLimitedKernelManager) -> MemoryLimitedKernelManager:
+        """km, confined to the student's autograded/ folder when `confine` is on: the course
+        folder (its gradebook, every submission) is read-only for the learner's code."""
+        if self.confine and self._student:
+            course = CourseDirectory(config=self.config)
+            km.confine_readonly = [os.path.abspath(course.root)]
+            mine = os.path.join(course.root, course.autograded_directory, self._student)
+            km.confine_writable = [os.path.abspath(mine)]
+        return km
+
+    def create_kernel_manager(self):
+        return self._confined(super().create_kernel_manager())
+
     def _engines_ready(self) -> None:
         """Cleared, answering pool engines for this notebook (and none of another student's)."""
         if not self.engine_pool:
             ENGINE_POOL.close()
             return
-        prefix = MemoryLimitedKernelManager(parent=self).command_prefix()
+        prefix = self._confined(MemoryLimitedKernelManager(parent=self)).command_prefix()
         started = monotonic()
         ENGINE_POOL.ready(self._student, self._sizes, prefix)
         self.log.info("engines %s ready in %.1f s", sorted(self._sizes), monotonic() - started)
