@@ -289,38 +289,61 @@ def time_grading(course: Path, student: str = "timing") -> dict:
     }
 
 
-def time_class_grading(course: Path, count: int, jobs: list[int], name="01_pingpong") -> dict:
-    """Seconds to grade `count` copies of the `name` solution as a class, for each `jobs`.
+def time_class_grading(course: Path, count: int, jobs: list[int], names=("01_pingpong",)) -> dict:
+    """Seconds to grade `count` copies of the solutions of `names` as a class, for each `jobs`
+    (names=None: every assignment, a full submission each).
 
     The throughput of `make autograde JOBS=N` (benchmark, not test): a scratch course copy,
-    `count` students who each submit the solution notebook, graded once per entry of `jobs`.
+    `count` students who each submit the solution notebooks, graded once per entry of `jobs`.
     Returns {"count", "notebook", "seconds": {jobs: s}, "scores_ok": bool, "survivors": [...]}:
-    scores_ok when every student has every part, survivors the processes still running in the
-    scratch course after each run (none expected).
+    scores_ok when every student has every autograded point, survivors the processes still
+    running in the scratch course after each run (none expected).
     """
-
     course = Path(course).resolve()
-    out: dict = {"count": count, "notebook": name, "seconds": {}, "scores_ok": True}
+    names = list(names or assignments(course))
+    label = names[0] if len(names) == 1 else f"{len(names)} notebooks"
+    out: dict = {"count": count, "notebook": label, "seconds": {}, "scores_ok": True}
     out["survivors"] = []
     with tempfile.TemporaryDirectory(prefix="pingpong-lab-class-") as tmp:
         work = Path(tmp) / "course"
-        shutil.copytree(course / "source" / name, work / "source" / name)
+        for name in names:
+            shutil.copytree(course / "source" / name, work / "source" / name)
         shutil.copy(course / "nbgrader_config.py", work / "nbgrader_config.py")
-        nbgrader(work, "generate_assignment", name, "--force", "--log-level=WARN")
-        students = {f"student{k:03d}": [name] for k in range(count)}
+        nbgrader(work, "generate_assignment", "*", "--force", "--log-level=WARN")
+        students = {f"student{k:03d}": names for k in range(count)}
         for student in students:
-            shutil.copytree(course.parent / "solutions" / name, work / "submitted" / student / name)
+            for name in names:
+                solution = course.parent / "solutions" / name
+                shutil.copytree(solution, work / "submitted" / student / name)
+        full = _autograded_points(work, names)
         for n in jobs:
             start = time.perf_counter()
             outcomes = classgrade.grade_class(work, students, n)
             out["seconds"][n] = time.perf_counter() - start
-            full = all(
-                o.status == "ok" and o.scores.get(name, (0, 1))[0] == o.scores[name][1]
+            right = all(
+                o.status == "ok" and all(o.scores.get(a, (None,))[0] == full[a] for a in names)
                 for o in outcomes
             )
-            out["scores_ok"] = out["scores_ok"] and full
+            out["scores_ok"] = out["scores_ok"] and right
             out["survivors"] += processes_under(Path(tmp))
     return out
+
+
+def _autograded_points(course: Path, names) -> dict[str, float]:
+    """assignment -> the points autograde can give (the tests' points, not those by hand)."""
+    from nbgrader.api import Gradebook
+
+    points = {}
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        for name in names:
+            nb_points = 0.0
+            for notebook in gb.find_assignment(name).notebooks:
+                for cell in notebook.grade_cells:
+                    solution = any(s.name == cell.name for s in notebook.solution_cells)
+                    if cell.cell_type == "code" and not solution:
+                        nb_points += cell.max_score
+            points[name] = nb_points
+    return points
 
 
 def processes_under(folder: Path, wait_s: float = 10.0) -> list[str]:
