@@ -1,102 +1,27 @@
 """A crash costs only its part: real nbgrader on 01_pingpong submissions that crash.
 
-One module-scoped fixture generates 01_pingpong in a temporary copy of the course, submits the
-solution with one crash each (one student per kind of crash), and autogrades them all in one
-nbgrader run; the tests read the gradebook, the feedback and the process table.
+The crashing students (tests/course/classroom.py's CRASHES: one per kind of crash) are graded
+in the class that the course tests share (conftest.py's graded_class); the tests read the
+gradebook, the feedback and the process table.
 """
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from pingpong_lab.grader.preprocessors import KERNEL_DIED
 
 from ..conftest import requires_mpi
-from .submissions import (
-    cell_score,
-    grade_cells,
-    grading_env,
-    notebook,
-    processes_left,
-    scratch_course,
-    submit,
-)
-
-ROOT = Path(__file__).resolve().parents[2]
-NAME = "01_pingpong"
-SOLUTION = ROOT / "solutions" / NAME / f"{NAME}.ipynb"
+from .classroom import CRASH_NAME as NAME
+from .classroom import CRASHES, KERNEL_DEATHS
+from .submissions import cell_score, grade_cells, notebook, processes_left
 
 pytestmark = [requires_mpi, pytest.mark.nbgrader, pytest.mark.timeout(1500)]
 
-PART_A = ("test_pingpong_calls", "test_pingpong_engines")  # needs pingpong
-PART_C = ("test_pingpong_pickle",)  # needs pingpong_pickle
-
-_PICKLE_DEF = "def pingpong_pickle(comm, obj):\n"
-_PINGPONG_BODY = "    rank = comm.Get_rank()\n    if rank == 0:\n        comm.Send("
-_PICKLE_BODY = "    rank = comm.Get_rank()\n    if rank == 0:\n        comm.send("
-_TAG = "TAG = 0  # any tag works, as long as sender and receiver agree\n"
-
-# student -> (the text replaced in the solution, its replacement, the test cells that score 0)
-CRASHES = {
-    # the kernel exits while defining pingpong_pickle
-    "os_exit": (_PICKLE_DEF, "import os\n\nos._exit(0)\n\n\n" + _PICKLE_DEF, PART_C),
-    # pingpong segfaults wherever it runs: in the kernel (a check cell, then a test cell; two
-    # kernel deaths) and on the engines (engine crashes, restarted by MPICluster)
-    "segfault": (
-        _PINGPONG_BODY,
-        "    import ctypes\n\n    ctypes.string_at(0)\n" + _PINGPONG_BODY,
-        PART_A,
-    ),
-    # pingpong_pickle asks for 8 GiB, over the kernel's and the engines' memory limit: MemoryError
-    # (and a fresh kernel for the cells after the test cell where the kernel raised it)
-    "memory": (
-        _PICKLE_BODY,
-        "    import numpy\n\n    numpy.zeros(8 << 30, dtype=numpy.uint8)\n" + _PICKLE_BODY,
-        PART_C,
-    ),
-    # SystemExit after TAG is defined and before pingpong is
-    "sys_exit": (_TAG, _TAG + "\nimport sys\n\nsys.exit(1)\n", PART_A),
-}
-KERNEL_DEATHS = ("os_exit", "segfault")
-
-
-def _crash_edit(old: str, new: str):
-    def edit(text: str) -> str:
-        return text.replace(old, new, 1)
-
-    return edit
-
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("course-crashes")
-    course = scratch_course(root, ROOT / "course", [NAME])
-    tag, env = grading_env(root)
-    subprocess.run(
-        [sys.executable, "-m", "nbgrader", "generate_assignment", NAME, "--log-level=WARN"],
-        cwd=course,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    solution_text = "".join("".join(c["source"]) for c in notebook(SOLUTION)["cells"])
-    for student, (old, new, _) in CRASHES.items():
-        assert solution_text.count(old) >= 1, f"the {student} edit no longer applies: {old!r}"
-        submit(course, student, NAME, SOLUTION, _crash_edit(old, new))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader", "autograde"],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    print(proc.stdout)
-    return {"course": course, "tag": tag}
+def graded(graded_class):
+    return graded_class
 
 
 def _autograded(graded, student) -> dict:
