@@ -191,7 +191,7 @@ def test_inside_an_allocation_the_engines_are_a_job_step(jobs_leave_nothing, tmp
 @pytest.fixture
 def submitted_class(tmp_path):
     """A course with 01_pingpong released; ann submits the solution, bob the exercise."""
-    from pingpong_lab.grader import build
+    from pingpong_lab.grader import gradebook
 
     name = "01_pingpong"
     course = scratch_course(tmp_path, ROOT / "course", [name])
@@ -205,14 +205,14 @@ def submitted_class(tmp_path):
     )
     submit(course, "ann", name, ROOT / "solutions" / name / f"{name}.ipynb")
     submit(course, "bob", name, ROOT / "exercises" / name / f"{name}.ipynb")
-    assert build.scores(course) == []
+    assert gradebook.scores(course) == []
     return course
 
 
 def test_the_class_grading_array_grades_each_student_and_merges_the_gradebooks(
     jobs_leave_nothing, submitted_class
 ):
-    from pingpong_lab.grader import build
+    from pingpong_lab.grader import gradebook
 
     slurm, course = jobs_leave_nothing, submitted_class
     env = {
@@ -237,7 +237,7 @@ def test_the_class_grading_array_grades_each_student_and_merges_the_gradebooks(
     finished = _wait(lambda: not _queue(slurm), 600)
     outputs = "\n".join(f"{p.name}: {p.read_text()[-1500:]}" for p in sorted(logs.glob("*")))
     assert finished, f"the grading jobs did not finish: {_queue(slurm)}\n{outputs}"
-    scores = {student: (score, top) for _, student, score, top in build.scores(course)}
+    scores = {student: (score, top) for _, student, score, top in gradebook.scores(course)}
     assert set(scores) == {"ann", "bob"}, outputs
     # the solution: every autograded point; the written answers wait for the instructor
     assert scores["ann"][0] == scores["ann"][1] - _by_hand(course, "01_pingpong") > 0, outputs
