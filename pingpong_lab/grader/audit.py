@@ -482,7 +482,7 @@ class Notebook:
         tree = parse(source)
         if tree is None:
             return []
-        visitor = _CellAudit(index, to_python(source), self)
+        visitor = _CellAudit(index, source, self)  # quotes the cell's own lines
         self.learner.update(bindings(tree))
         visitor.visit(tree)
         return visitor.findings
