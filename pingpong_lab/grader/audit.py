@@ -110,21 +110,21 @@ DOOR_ATTRIBUTES = {
     **dict.fromkeys(
         (
             "builtins sys os importlib inspect functools operator threading types subprocess "
-            "pickle marshal gc ctypes ctypeslib f2py lib testing core distutils extbuild "
-            "unittest pathlib shutil io tempfile"
+            "pickle marshal gc ctypeslib f2py lib testing core distutils extbuild unittest "
+            "pathlib shutil io tempfile"
         ).split(),
-        "reaches a module that no answer here needs",
+        "leads to a module that no answer here needs: use the functions of the module you imported",
     ),
     **dict.fromkeys(
         (
             "gi_frame gi_code cr_frame cr_code ag_frame ag_code f_globals f_locals f_back "
             "f_builtins f_code tb_frame tb_next co_code"
         ).split(),
-        "reaches the interpreter's frames and code",
+        "leads to the interpreter's frames and code: no answer here needs them",
     ),
     **dict.fromkeys(
-        "fromaddress as_strided".split(),
-        "reaches raw memory of the Python process",
+        "ctypes fromaddress as_strided".split(),
+        "reaches raw memory of the Python process: use numpy arrays and slices",
     ),
 }
 
@@ -133,23 +133,26 @@ DOOR_ATTRIBUTES = {
 # it reaches nothing a numpy array does not, and MPI buffers are often passed as one. `super`
 # stays: a learner's class may extend another. `type` is allowed as `type(x).__name__` and in
 # comparisons only (see _CellAudit._type_use).
-REFUSED_BUILTINS = {
-    "getattr": "read the attribute directly (obj.name)",
-    "setattr": "set attributes on self in your own class's methods",
-    "delattr": "leave the attribute as it is",
-    "vars": "keep your values in a dict of your own",
-    "globals": "use the variable by its name",
-    "locals": "use the variable by its name",
-    "dir": "read the documentation with `obj?` in a scratch cell",
-    "eval": "write the expression as code",
-    "exec": "write the statements as code",
-    "compile": "write the statements as code",
-    "open": "no answer reads or writes files; the course's cells do that",
-    "breakpoint": "debug in a scratch cell and remove it before submitting",
-    "input": "a graded notebook runs without anyone to type: use a variable",
-    "help": "use `obj?` in a scratch cell",
-    "exit": "a notebook's kernel must keep running for the tests",
-    "quit": "a notebook's kernel must keep running for the tests",
+_BY_NAME = "reaches objects by names given as text, around the checks on what a cell changes"
+_FROM_TEXT = "runs code given as text, which no check can read"
+_UNATTENDED = "waits for someone at the keyboard, and a graded notebook runs unattended"
+REFUSED_BUILTINS = {  # name -> (why, what to do instead)
+    "getattr": (_BY_NAME, "read the attribute directly (obj.name)"),
+    "setattr": (_BY_NAME, "set attributes on self in your own class's methods"),
+    "delattr": (_BY_NAME, "leave the attribute as it is"),
+    "vars": (_BY_NAME, "keep your values in a dict of your own"),
+    "globals": (_BY_NAME, "use the variable by its name"),
+    "locals": (_BY_NAME, "use the variable by its name"),
+    "dir": (_BY_NAME, "read the documentation with `obj?` in a scratch cell"),
+    "eval": (_FROM_TEXT, "write the expression as code"),
+    "exec": (_FROM_TEXT, "write the statements as code"),
+    "compile": (_FROM_TEXT, "write the statements as code"),
+    "open": ("it reads and writes files", "no answer needs to; the course's cells do that"),
+    "breakpoint": (_UNATTENDED, "debug in a scratch cell and remove it before submitting"),
+    "input": (_UNATTENDED, "use a variable"),
+    "help": (_UNATTENDED, "use `obj?` in a scratch cell"),
+    "exit": ("it ends the kernel the tests run in", "let the cell end"),
+    "quit": ("it ends the kernel the tests run in", "let the cell end"),
 }
 # Special methods a learner's own class may define: construction and printing only.
 ALLOWED_DUNDER_METHODS = frozenset({"__init__", "__post_init__", "__repr__", "__str__"})
@@ -667,12 +670,12 @@ class _CellAudit(ast.NodeVisitor):
     # -- names
     def _underscore(self, node: ast.AST, name: str) -> None:
         if name.startswith("__") and name.endswith("__"):
-            what = f"`{name}` is one of Python's special names"
+            what = f"`{name}`, one of Python's special names"
         else:
-            what = f"`{name}` starts with `_`"
+            what = f"`{name}`, which starts with `_`"
         self.report(
             node,
-            f"uses the name {what}; names that start with `_` can reach Python's internals, so "
+            f"uses the name {what}: names that start with `_` can reach Python's internals, so "
             f"no cell here may use one. Rename it (e.g. `{name.strip('_') or 'value'}`)",
         )
 
@@ -696,11 +699,9 @@ class _CellAudit(ast.NodeVisitor):
         kind, origin = self._origin(name)
         if kind in ("builtin", "unknown"):
             if name in REFUSED_BUILTINS:
-                self.report(
-                    node,
-                    f"uses `{name}`, which reaches into Python itself and no answer here "
-                    f"needs: {REFUSED_BUILTINS[name]}",
-                )
+                why, instead = REFUSED_BUILTINS[name]
+                why = why if why.startswith("it ") else f"it {why}"
+                self.report(node, f"uses `{name}`: {why}. Instead, {instead}")
             elif name == "type":
                 self._type_use(node)
             elif name == "get_ipython":
@@ -759,11 +760,7 @@ class _CellAudit(ast.NodeVisitor):
                     "the public functions and attributes",
                 )
         elif attr in DOOR_ATTRIBUTES:
-            self.report(
-                node,
-                f"uses `.{attr}`, which {DOOR_ATTRIBUTES[attr]}: use the module's own "
-                "functions instead",
-            )
+            self.report(node, f"uses `.{attr}`, which {DOOR_ATTRIBUTES[attr]}")
         if isinstance(node.ctx, ast.Store | ast.Del):
             self._set_attribute(node)
         elif attr in MUTATORS:
