@@ -49,8 +49,10 @@ class GradingModeKernelManager(MemoryLimitedKernelManager):
         return [shutil.which("env") or "env", f"{GRADING_VAR}=1", *cmd]
 
 
-# Test cells (by id, while their notebook runs) that get the GraderChanged error -> its note.
-_REFUSED: dict[int, str] = {}
+# Notebooks being validated that have refused lines: their cells, and the indices of the test
+# cells still to mark -> the note. nbclient gives its hooks the cell, not the notebook, so a
+# cell is matched by identity; the hooks must be plain functions (nbgrader copies its config).
+_RUNS: list[tuple[list, dict[int, str]]] = []
 
 
 def audit_at_start(notebook, **_) -> None:
@@ -58,21 +60,24 @@ def audit_at_start(notebook, **_) -> None:
     findings = audit_notebook(notebook.cells)
     if findings:
         note = tamper_note(findings)
-        for index in cells_after_refusal(notebook.cells, findings):
-            _REFUSED[id(notebook.cells[index])] = note
+        marks = dict.fromkeys(cells_after_refusal(notebook.cells, findings), note)
+        _RUNS.append((notebook.cells, marks))
 
 
-def mark_refused_test(cell, **_) -> None:
-    """nbclient's on_cell_executed: a test after a refused line fails, as it will when graded."""
-    note = _REFUSED.pop(id(cell), None)
-    if note is not None:
-        cell.outputs.append(tamper_output(note))
+def mark_refused_tests(cell, cell_index, **_) -> None:
+    """nbclient's on_cell_start: the test cells above this one have run, and those after a
+    refused line get the GraderChanged error that grading gives them (AuditSubmission).
 
-
-def forget_notebook(notebook, **_) -> None:
-    """nbclient's on_notebook_complete: nothing of this notebook is kept."""
-    for cell in notebook.cells:
-        _REFUSED.pop(id(cell), None)
+    (nbgrader's Execute keeps on_cell_executed for itself, and the hook after the last cell
+    is not run by nbconvert: a test cell is marked when the next cell starts. Every course
+    notebook ends with a markdown cell; tests/unit/test_audit.py checks it.)"""
+    for run in list(_RUNS):
+        cells, marks = run
+        if cell_index < len(cells) and cells[cell_index] is cell:
+            for index in sorted(i for i in marks if i < cell_index):
+                cells[index].outputs.append(tamper_output(marks.pop(index)))
+            if not marks:
+                _RUNS.remove(run)
 
 
 def course_config(course: Path = COURSE):
@@ -91,8 +96,7 @@ def course_config(course: Path = COURSE):
         os.environ.update(saved)
     config.Execute.kernel_manager_class = GradingModeKernelManager
     config.Execute.on_notebook_start = audit_at_start
-    config.Execute.on_cell_executed = mark_refused_test
-    config.Execute.on_notebook_complete = forget_notebook
+    config.Execute.on_cell_start = mark_refused_tests
     return config
 
 

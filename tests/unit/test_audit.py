@@ -52,6 +52,8 @@ def _found(source: str, name="01_pingpong") -> list[audit.Finding]:
 def test_course_notebooks_are_clean(path):
     nb = nbformat.read(path, as_version=4)
     assert audit.audit_notebook(nb.cells) == []
+    # validation marks a test after a refused line when the next cell starts (validation.py)
+    assert not cells.is_test(nb.cells[-1]), "a notebook ends with a test cell"
 
 
 CHEATS = {
