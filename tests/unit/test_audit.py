@@ -206,6 +206,16 @@ CHEATS = {
     "code inside %%timeit": "%%timeit -n 1\ngrading.quiet = print",
     "a backend by path": "%matplotlib module://evil",
     "capture magic": "%%capture\nprint(1)",
+    "env magic": "%env PINGPONG_LAB_GRADING=0",
+    "load_ext magic": "%load_ext autoreload",
+    "config magic": "%config InteractiveShell.ast_transformers = []",
+    "a property's setter with the course as self": (
+        "class A:\n    @property\n    def p(self):\n        return 1\n"
+        "    @p.setter\n    def p(self, value):\n        self.check_pingpong = value\n"
+        "A.p.fset(grading, print)"
+    ),
+    "a misspelled module": "import nunpy as np",
+    "a relative import": "from . import grading as g",
 }
 
 
