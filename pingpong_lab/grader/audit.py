@@ -86,6 +86,12 @@ ALLOWED_MODULES = {
     "itertools": "pairs, products and running sums over sweeps",
     "dataclasses": "a small record type for one's own results",
 }
+# Everything else is refused. On purpose, among others: ctypes, pickle, marshal (run or write
+# anything in the process), operator, functools (setattr/setitem without the syntax the audit
+# reads), threading, multiprocessing (code running beside the tests), os, sys, importlib,
+# builtins, gc, inspect, types (the interpreter's machinery), typing (get_type_hints evaluates
+# text), unittest (mock.patch), sqlite3 (the gradebook), subprocess, io, pathlib (files; the
+# course's cells use `os`, `sys`, `subprocess` and `Path` themselves: COURSE_ONLY_USES).
 # Modules a learner might reach for, and what to do instead (the message says it).
 INSTEAD = {
     "os": "the course's cells already ask the machine what they need (os.cpu_count())",
