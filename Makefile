@@ -70,10 +70,13 @@ kernels: $(STAMP)
 	$(if $(filter system,$(MPI)),@echo $(KBUILD) > $(VENV)/pingpong-lab-kernels)
 
 # The labs get their own Jupyter settings (jupyter/student, jupyter/instructor) and keep what
-# they write in .jupyter-state/: ~/.jupyter is neither read nor written.
+# they write in .jupyter-state/: ~/.jupyter is neither read nor written. jupyter/<lab>/share
+# comes first on JUPYTER_PATH: the student lab's python3 kernel loads the course's cell check
+# (pingpong_lab/grader/labcheck.py), which says at once which line grading would refuse.
 LAB_STATE := $(CURDIR)/.jupyter-state
 # $(call jupyterlab,settings,root folder,first page)
 jupyterlab = JUPYTER_CONFIG_DIR="$(CURDIR)/jupyter/$(1)" JUPYTER_DATA_DIR="$(LAB_STATE)/data" \
+	JUPYTER_PATH="$(CURDIR)/jupyter/$(1)/share$${JUPYTER_PATH:+:$$JUPYTER_PATH}" \
 	JUPYTER_RUNTIME_DIR="$(LAB_STATE)/runtime" \
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 	--ServerApp.root_dir="$(2)" --LabApp.default_url=$(3) \

@@ -63,8 +63,42 @@ class ClearSolutionsC(ClearSolutions):
 TAMPER_ERROR = "GraderChanged"
 
 
+def tamper_note(findings) -> str:
+    """What a test cell after a refused line says (AuditSubmission, and validation)."""
+    first = min(f.cell for f in findings)
+    lines = "\n".join(f"  - {f}" for f in findings)
+    return (
+        "A cell of this submission changes what the tests use or steps outside what the "
+        "course's answers need (see pingpong_lab/grader/audit.py), so the tests that run after "
+        f"it (from cell {first} on) score 0:\n{lines}\n"
+        "Change those lines as each says (no answer in this course needs them). If this is a "
+        "mistake, ask your instructor to look at it (the notebook was graded as submitted, "
+        "nothing was removed)."
+    )
+
+
+def tamper_output(note: str):
+    """The error output a test cell gets: the note, then one line that says what happened."""
+    last = f"{TAMPER_ERROR}: a cell above this test is refused by the course's audit (see above)"
+    return nbformat.v4.new_output(
+        "error", ename=TAMPER_ERROR, evalue=note, traceback=[f"{TAMPER_ERROR}: {note}", last]
+    )
+
+
+def cells_after_refusal(cells, findings) -> list[int]:
+    """Indices of the test cells that run after the first refused line."""
+    if not findings:
+        return []
+    first = min(f.cell for f in findings)
+    return [
+        i
+        for i, cell in enumerate(cells)
+        if i >= first and cell.cell_type == "code" and is_test(cell)
+    ]
+
+
 class AuditSubmission(NbGraderPreprocessor):
-    """After the notebook ran: a test cell that runs after a learner's cell changed the grader
+    """After the notebook ran: a test cell that runs after a learner's cell with a refused line
     scores 0, with a note that says which line did it (see pingpong_lab/grader/audit.py).
 
     The audit reads the cells in nbgrader's own process, so nothing the learner's code did while
@@ -75,23 +109,10 @@ class AuditSubmission(NbGraderPreprocessor):
         findings = audit_notebook(nb.cells)
         if not findings:
             return nb, resources
-        first = min(f.cell for f in findings)
-        lines = "\n".join(f"  - {f}" for f in findings)
-        note = (
-            "A cell of this submission changes what the tests use, so the tests that run after "
-            f"it (from cell {first} on) score 0:\n{lines}\n"
-            "No answer in this course needs these. If this is a mistake, ask your instructor "
-            "to look at it (the notebook was graded as submitted, nothing was removed)."
-        )
+        note = tamper_note(findings)
         self.log.warning("grader changed: %s", "; ".join(map(str, findings)))
-        for index, cell in enumerate(nb.cells):
-            if index < first or cell.cell_type != "code" or not is_test(cell):
-                continue
-            cell.outputs.append(
-                nbformat.v4.new_output(
-                    "error", ename=TAMPER_ERROR, evalue=note, traceback=[f"{TAMPER_ERROR}: {note}"]
-                )
-            )
+        for index in cells_after_refusal(nb.cells, findings):
+            nb.cells[index].outputs.append(tamper_output(note))
         for f in {f.cell for f in findings}:
             nb.cells[f].outputs.append(
                 nbformat.v4.new_output("stream", name="stdout", text=f"[grader] {note}\n")

@@ -10,7 +10,13 @@ was, so a Jupyter server that validates keeps starting the learner's own kernels
 
     python -m pingpong_lab.grader.validation [NOTEBOOK_OR_NAME ...]    (from the repository)
 
-prints one verdict per notebook (passed, or which tests fail and why) and exits 1 when any fails.
+prints one verdict per notebook (passed, or which lines the course's audit refuses and which
+tests fail and why) and exits 1 when any fails.
+
+The audit (audit.py) runs here as it does when grading: each line it refuses is listed with
+the reason, a notebook with one does not pass, and the test cells after it fail with the
+`GraderChanged` error that grading gives them, in `make validate` and in the lab's Validate
+button alike (hooks of nbgrader's Execute, set by course_config).
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from .preprocessors import MemoryLimitedKernelManager
+from .audit import Finding, audit_notebook
+from .preprocessors import (
+    MemoryLimitedKernelManager,
+    cells_after_refusal,
+    tamper_note,
+    tamper_output,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE = REPO / "course"
@@ -37,9 +49,40 @@ class GradingModeKernelManager(MemoryLimitedKernelManager):
         return [shutil.which("env") or "env", f"{GRADING_VAR}=1", *cmd]
 
 
+# Notebooks being validated that have refused lines: their cells, and the indices of the test
+# cells still to mark -> the note. nbclient gives its hooks the cell, not the notebook, so a
+# cell is matched by identity; the hooks must be plain functions (nbgrader copies its config).
+_RUNS: list[tuple[list, dict[int, str]]] = []
+
+
+def audit_at_start(notebook, **_) -> None:
+    """nbclient's on_notebook_start: audit the notebook about to run, as grading will."""
+    findings = audit_notebook(notebook.cells)
+    if findings:
+        note = tamper_note(findings)
+        marks = dict.fromkeys(cells_after_refusal(notebook.cells, findings), note)
+        _RUNS.append((notebook.cells, marks))
+
+
+def mark_refused_tests(cell, cell_index, **_) -> None:
+    """nbclient's on_cell_start: the test cells above this one have run, and those after a
+    refused line get the GraderChanged error that grading gives them (AuditSubmission).
+
+    (nbgrader's Execute keeps on_cell_executed for itself, and the hook after the last cell
+    is not run by nbconvert: a test cell is marked when the next cell starts. Every course
+    notebook ends with a markdown cell; tests/unit/test_audit.py checks it.)"""
+    for run in list(_RUNS):
+        cells, marks = run
+        if cell_index < len(cells) and cells[cell_index] is cell:
+            for index in sorted(i for i in marks if i < cell_index):
+                cells[index].outputs.append(tamper_output(marks.pop(index)))
+            if not marks:
+                _RUNS.remove(run)
+
+
 def course_config(course: Path = COURSE):
     """The course's nbgrader settings, read without changing this process's environment, and
-    with validation in grading mode."""
+    with validation in grading mode and the course's audit."""
     from traitlets.config.loader import PyFileConfigLoader
 
     config_file = Path(course) / "nbgrader_config.py"
@@ -52,6 +95,8 @@ def course_config(course: Path = COURSE):
         os.environ.clear()
         os.environ.update(saved)
     config.Execute.kernel_manager_class = GradingModeKernelManager
+    config.Execute.on_notebook_start = audit_at_start
+    config.Execute.on_cell_start = mark_refused_tests
     return config
 
 
@@ -97,8 +142,16 @@ def _last_line(error: str) -> str:
     return last
 
 
-def verdict(path: Path, results: dict) -> tuple[bool, str]:
-    """(passed, text) for one notebook from nbgrader Validator.validate's results."""
+def refused(path: Path) -> list[Finding]:
+    """The lines of a notebook that the course's audit refuses (audit.py)."""
+    import nbformat
+
+    return audit_notebook(nbformat.read(str(path), as_version=4).cells)
+
+
+def verdict(path: Path, results: dict, findings=()) -> tuple[bool, str]:
+    """(passed, text) for one notebook from nbgrader Validator.validate's results and the lines
+    the audit refuses."""
     name = path.stem
     if results.get("type_changed"):
         return False, f"{name}: FAILED - the type of {len(results['type_changed'])} cell(s) changed"
@@ -106,10 +159,15 @@ def verdict(path: Path, results: dict) -> tuple[bool, str]:
         count = len(results["changed"])
         return False, f"{name}: FAILED - {count} read-only course cell(s) were edited"
     failed = results.get("failed", [])
-    if not failed:
+    if not failed and not findings:
         return True, f"{name}: passed"
+    what = [f"{len(findings)} line(s) refused"] if findings else []
+    what += [f"{len(failed)} test(s) fail"] if failed else []
+    lines = [f"{name}: FAILED - {', '.join(what)}"]
+    if findings:
+        lines.append("  refused (the tests after the first one score 0 when graded):")
+        lines += [f"    {f}" for f in findings]
     ids = _grade_ids(path)
-    lines = [f"{name}: FAILED - {len(failed)} test(s) fail"]
     for cell in failed:
         grade_id = ids.get(cell["source"].strip(), "a cell")
         lines.append(f"  {grade_id}: {_last_line(cell['raw_error'])}")
@@ -121,7 +179,7 @@ def validate(path: Path, config=None) -> tuple[bool, str]:
     from nbgrader.validator import Validator
 
     validator = Validator(config=config if config is not None else course_config())
-    return verdict(path, validator.validate(str(path)))
+    return verdict(path, validator.validate(str(path)), refused(path))
 
 
 def main(argv=None) -> int:
@@ -140,6 +198,8 @@ def main(argv=None) -> int:
     all_passed = True
     for path in paths:
         print(f"validating {path.relative_to(REPO) if path.is_relative_to(REPO) else path} ...")
+        for finding in refused(path):  # before the run, which takes a while
+            print(f"  refused: {finding}", flush=True)
         passed, text = validate(path, config)
         print(text, flush=True)
         all_passed &= passed

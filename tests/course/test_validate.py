@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 
+import nbformat
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -31,6 +32,53 @@ def test_the_student_lab_validates_with_the_course_timeout_in_grading_mode(monke
     assert config.Exchange.root == course.Exchange.root
     assert config.CourseDirectory.course_id == course.CourseDirectory.course_id
     assert config.Execute.kernel_manager_class is validation.GradingModeKernelManager
+
+
+def test_the_student_lab_validates_with_the_course_audit():
+    config = _student_lab_config()
+    assert config.Execute.on_notebook_start is validation.audit_at_start
+    assert config.Execute.on_cell_start is validation.mark_refused_tests
+
+
+def _with_refused_line(name="04_model"):
+    """The solution with a learner's cell after its first answer: one line the audit refuses."""
+    nb = nbformat.read(ROOT / "solutions" / name / f"{name}.ipynb", as_version=4)
+    first = next(
+        i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution")
+    )
+    cell = nbformat.v4.new_code_cell("x = 1\nimport os")
+    cell.pop("id")  # the course's notebooks are nbformat 4.4: no cell ids
+    nb.cells.insert(first + 1, cell)
+    return nb, first + 1
+
+
+def test_the_validation_audit_fails_the_tests_after_a_refused_line_as_grading_does():
+    nb, refused_at = _with_refused_line()
+    validation.audit_at_start(notebook=nb)
+    for index, cell in enumerate(nb.cells):
+        validation.mark_refused_tests(cell=cell, cell_index=index)
+    assert not validation._RUNS  # every mark made: the notebook ends with a markdown cell
+    tests = [i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade")]
+    tests = [i for i in tests if not nb.cells[i].metadata["nbgrader"].get("solution")]
+    for index in tests:
+        names = [o.get("ename") for o in nb.cells[index].get("outputs", [])]
+        assert ("GraderChanged" in names) == (index > refused_at), index
+    marked = next(nb.cells[i] for i in tests if i > refused_at)
+    error = marked.outputs[-1]
+    assert f"cell {refused_at}, line 2: `import os` imports `os`" in error["evalue"]
+    assert "refused by the course's audit" in error["traceback"][-1]
+
+
+def test_an_audit_verdict_lists_the_refused_lines_and_fails(tmp_path):
+    nb, refused_at = _with_refused_line()
+    path = tmp_path / "04_model.ipynb"
+    nbformat.write(nb, path)
+    findings = validation.refused(path)
+    assert [(f.cell, f.line) for f in findings] == [(refused_at, 2)]
+    passed, text = validation.verdict(path, {}, findings)
+    assert not passed
+    assert text.startswith("04_model: FAILED - 1 line(s) refused")
+    assert f"cell {refused_at}, line 2: `import os` imports `os`" in text
 
 
 def test_reading_the_course_settings_leaves_the_server_environment_alone(monkeypatch):
@@ -59,6 +107,21 @@ def test_verdicts_name_the_failing_tests_and_read_only_cells_edited(tmp_path):
     assert validation.verdict(path, {}) == (True, f"{NAME}: passed")
     passed, text = validation.verdict(path, {"changed": [{"source": "x"}]})
     assert not passed and "1 read-only course cell(s) were edited" in text
+
+
+@pytest.mark.nbgrader
+def test_validating_a_notebook_with_a_refused_line_reports_it_before_the_tests_audit(tmp_path):
+    """The Validate button's path: nbgrader's Validator with the student lab's settings."""
+    nb, refused_at = _with_refused_line()
+    path = tmp_path / "04_model.ipynb"
+    nbformat.write(nb, path)
+    for extra in (ROOT / "solutions" / "04_model").iterdir():
+        if extra.name != path.name and extra.is_file():
+            (tmp_path / extra.name).write_bytes(extra.read_bytes())
+    passed, text = validation.validate(path, _student_lab_config())
+    assert not passed, text
+    assert f"cell {refused_at}, line 2: `import os`" in text
+    assert "GraderChanged: a cell above this test is refused by the course's audit" in text
 
 
 @pytest.mark.nbgrader

@@ -1,8 +1,10 @@
-"""The tamper audit: every cheat we know of is found, no correct answer is flagged."""
+"""The allow-list audit: every cheat and door we know of is found, no correct answer (course,
+corpus, strong-student variants) is flagged."""
 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import nbformat
@@ -11,10 +13,14 @@ import pytest
 from pingpong_lab.course import cells
 from pingpong_lab.grader import audit
 
+from ..course.corpus import CASES, corpus_case
+
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "solutions").glob("*/*.ipynb")) + sorted(
-    (ROOT / "exercises").glob("*/*.ipynb")
-)
+NOTEBOOKS = [
+    *sorted((ROOT / "solutions").glob("*/*.ipynb")),
+    *sorted((ROOT / "exercises").glob("*/*.ipynb")),  # the released stubs
+    *sorted((ROOT / "course" / "source").glob("*/*.ipynb")),
+]
 
 
 def _notebook(name="01_pingpong"):
@@ -31,10 +37,23 @@ def _with_cell(source: str, name="01_pingpong"):
     return nb, first + 1
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+def _found(source: str, name="01_pingpong") -> list[audit.Finding]:
+    nb, index = _with_cell(source, name)
+    found = audit.audit_notebook(nb.cells)
+    assert all(f.cell == index for f in found), found
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    NOTEBOOKS,
+    ids=lambda p: f"{p.parent.parent.parent.name}/{p.parent.parent.name}/{p.name}",
+)
 def test_course_notebooks_are_clean(path):
     nb = nbformat.read(path, as_version=4)
     assert audit.audit_notebook(nb.cells) == []
+    # validation marks a test after a refused line when the next cell starts (validation.py)
+    assert not cells.is_test(nb.cells[-1]), "a notebook ends with a test cell"
 
 
 CHEATS = {
@@ -80,6 +99,123 @@ CHEATS = {
     "walrus": "(g := grading).quiet = None",
     "alias in a function": "def f():\n    g = grading\n    g.quiet = None\nf()",
     "parameter": "def f(grading):\n    grading.quiet = None\nf(grading)",
+    # -- the doors of the deny-list audit (the issue's eight first)
+    "object.__setattr__": "object.__setattr__(grading, 'check_pingpong', lambda *a, **k: None)",
+    "a module's __dict__.update": (
+        "f = lambda *a, **k: None\n"
+        "grading.__dict__.update(check_pingpong=f, check_pingpong_on_engines=f)"
+    ),
+    "quiet replaced through vars by one that swallows failures": (
+        "class Swallow:\n    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        return True\n"
+        "vars(grading)['quiet'] = Swallow"
+    ),
+    "vars": "vars(grading)['check_pingpong'] = print",
+    "type(module).__setattr__": "type(grading).__setattr__(grading, 'check_pingpong', print)",
+    "operator.setitem on __dict__": (
+        "import operator\noperator.setitem(grading.__dict__, 'check_pingpong', print)"
+    ),
+    "functools.partial of setattr": (
+        "import functools\nfunctools.partial(setattr, grading)('check_pingpong', print)"
+    ),
+    "operator.attrgetter": (
+        "import operator\nd = operator.attrgetter('__dict__')(grading)\nd['quiet'] = print"
+    ),
+    "getattr __dict__": "getattr(grading, '__dict__')['quiet'] = print",
+    "ctypes": "import ctypes\nctypes.pythonapi.PyObject_SetAttrString",
+    "ctypes from a name": "from ctypes import pythonapi",
+    "pickle": "import pickle\npickle.loads(b'cbuiltins\\nprint\\n.')",
+    "marshal": "import marshal\nmarshal.loads(b'')",
+    "threading": "import threading\nthreading.settrace(print)",
+    "multiprocessing": "import multiprocessing",
+    "os": "import os\nos.system('true')",
+    "sys by another name": "import sys as system",
+    "types.ModuleType": (
+        "import types\nclass Sealed(types.ModuleType):\n    pass\ngrading.__class__ = Sealed"
+    ),
+    "inspect": "import inspect\ninspect.currentframe()",
+    "subprocess": "import subprocess\nsubprocess.run(['true'])",
+    "io": "import io",
+    "pathlib": "from pathlib import Path\nPath('x.py').write_text('')",
+    "typing (get_type_hints evaluates text)": "import typing",
+    "the course's package": "from pingpong_lab.course import grading",
+    "a module reached through an allowed one": (
+        "import statistics\nstatistics.sys.modules['pingpong_lab.course.grading'].quiet = 1"
+    ),
+    "builtins through an allowed module": (
+        "import dataclasses\ndataclasses.builtins.setattr(grading, 'quiet', print)"
+    ),
+    "numpy's ctypes interface": "np.ctypeslib.as_array",
+    "an array's raw memory": "np.zeros(4).ctypes.data",
+    "raw memory through MPI": "from mpi4py import MPI\nMPI.buffer.fromaddress(id(grading), 64)",
+    "pickles through numpy": "np.load('x.npy', allow_pickle=True)",
+    "format-string attribute lookup": "'{0.__class__}'.format(grading)",
+    "format-string lookup in a nested field": "'{0:{1.__doc__}}'.format(1, grading)",
+    "format_map": "'{g.__dict__}'.format_map({'g': grading})",
+    "a dunder name as text": "A = type('A', (), {'__eq__': lambda s, o: True})",
+    "type with three arguments": "A = type('A', (), {})",
+    "private name": "_private = 1",
+    "private attribute": "np._core",
+    "__class__ assignment": "grading.__class__ = object",
+    "with that swallows failures": (
+        "class S:\n    def __enter__(self):\n        return self\n"
+        "    def __exit__(self, *exc):\n        return True\n"
+        "with S():\n    raise AssertionError('hidden')"
+    ),
+    "an answer equal to anything": (
+        "class Anything:\n    def __eq__(self, other):\n        return True\n"
+        "def pingpong(comm, sendbuf, recvbuf):\n    return Anything()"
+    ),
+    "a decorator that swaps a check": (
+        "def swap(f):\n    grading.check_pingpong = f\n    return f\n"
+        "@swap\ndef mine(*a, **k):\n    pass"
+    ),
+    "a metaclass": (
+        "class Meta(type):\n    def __init__(cls, *args):\n        super().__init__(*args)\n"
+        "class A(metaclass=Meta):\n    pass"
+    ),
+    "a method called with the course as self": (
+        "class A:\n    def set(self, value):\n        self.check_pingpong = value\n"
+        "A.set(grading, print)"
+    ),
+    "an attribute set on something else": "f = lambda: grading\nf().quiet = print",
+    "a function that hands out a course container": (
+        "def kinds():\n    return grading.cbuild.GRADED_KINDS\nkinds()[1] = 'Recv'"
+    ),
+    "a course container updated": "grading.cbuild.GRADED_KINDS.update({1: 'Recv'})",
+    "a course container updated through dict": (
+        "dict.update(grading.cbuild.GRADED_KINDS, {1: 'Recv'})"
+    ),
+    "a course container through an alias": (
+        "kinds = grading.cbuild.GRADED_KINDS\nkinds[1] = 'Recv'"
+    ),
+    "a generator's frame": "def g():\n    yield\nx = g()\nx.gi_frame.f_back.f_globals",
+    "star import": "from numpy import *",
+    "match rebinds a name": "match 1:\n    case grading:\n        pass",
+    "open": "open('../../../gradebook.db', 'wb')",
+    "compile": "compile('x', 'x', 'exec')",
+    "dir": "dir(grading)",
+    "locals": "locals()",
+    "breakpoint": "breakpoint()",
+    "input": "input()",
+    "help": "help(grading)",
+    "delattr": "delattr(grading, 'quiet')",
+    "user namespace": "get_ipython().user_ns['grading'] = None",
+    "a python file written by a magic": "%%writefile sitecustomize.py\nimport os",
+    "code inside %time": "%time grading.check_pingpong = print",
+    "code inside %%timeit": "%%timeit -n 1\ngrading.quiet = print",
+    "a backend by path": "%matplotlib module://evil",
+    "capture magic": "%%capture\nprint(1)",
+    "env magic": "%env PINGPONG_LAB_GRADING=0",
+    "load_ext magic": "%load_ext autoreload",
+    "config magic": "%config InteractiveShell.ast_transformers = []",
+    "a property's setter with the course as self": (
+        "class A:\n    @property\n    def p(self):\n        return 1\n"
+        "    @p.setter\n    def p(self, value):\n        self.check_pingpong = value\n"
+        "A.p.fset(grading, print)"
+    ),
+    "a misspelled module": "import nunpy as np",
+    "a relative import": "from . import grading as g",
 }
 
 
@@ -92,20 +228,41 @@ def test_cheats_are_found(source):
     assert str(found[0]).startswith(f"cell {index}, line ")
 
 
+# Names the course imports for its own cells from modules a learner may not import: only those
+# cells' uses of them pass.
+COURSE_NAMES = {
+    "os.environ (00)": ("00_setup", "os.environ['PINGPONG_LAB_GRADING'] = '0'"),
+    "os.system (00)": ("00_setup", "os.system('true')"),
+    "os itself (00)": ("00_setup", "o = os"),
+    "Path.write_text (01)": ("01_pingpong", "Path('sitecustomize.py').write_text('')"),
+    "a Path kept (01)": ("01_pingpong", "p = Path('x')"),
+    "sys.modules (05)": ("05_contention", "sys.modules.clear()"),
+    "subprocess.Popen (05)": ("05_contention", "subprocess.Popen(['true'])"),
+}
+
+
+@pytest.mark.parametrize("case", COURSE_NAMES.values(), ids=COURSE_NAMES.keys())
+def test_the_courses_own_imports_are_usable_only_as_its_cells_use_them(case):
+    name, source = case
+    assert _found(source, name)
+
+
 FINE = {
-    "re-import": (
-        "import numpy as np\nfrom mpi4py import MPI\nfrom pingpong_lab.course import grading"
-    ),
+    "re-import": "import numpy as np\nfrom mpi4py import MPI",
     "own helper": "def helper(comm):\n    return comm.Get_rank()",
     "local name": "def f():\n    grading = 1\n    return grading",
     "redefine the answer": "def pingpong(comm, sendbuf, recvbuf):\n    pass",
     "plot style": "import matplotlib.pyplot as plt\nplt.rcParams['figure.figsize'] = (8, 4)",
-    "environment": "import os\nos.environ['OMP_NUM_THREADS'] = '1'",
+    "plot style at once": "import matplotlib as mpl\nmpl.rcParams.update({'font.size': 9})",
     "comprehension": "rows = {r: r * 2 for r in range(4)}\nd = [x for x in rows]",
     "magics": "%matplotlib inline\n%timeit sum(range(10))",
+    "cell magics on clean code": "%%time\ntotal = sum(range(10))",
+    "help on a name": "np.polyfit?",
     "c cell": "%%writefile other.c\nint main(void) { exec(); setattr(); return 0; }",
-    "own C through ctypes": "import ctypes\nlib = ctypes.CDLL(None)\nlib.getpid()",
-    "own attributes": "class Box:\n    pass\nbox = Box()\nbox.value = 3",
+    "own attributes": (
+        "class Box:\n    def __init__(self, value):\n        self.value = value\n"
+        "    def bump(self):\n        self.value += 1\nbox = Box(3)\nbox.bump()"
+    ),
     "arrays": "import numpy as np\nx = np.zeros(4)\nx[0] = 1.0\nx[1:] += 2",
     "use the checks": "grading.check_pingpong(pingpong, size=2, nbytes=8)",
     "syntax error": "def broken(:\n    pass",
@@ -121,13 +278,163 @@ FINE = {
     "results of numpy calls in a tuple": (
         "t, u = np.asarray([1.0]), np.asarray([2.0])\nd = {}\nd[0] = (t, u)\nt[0] = 3.0"
     ),
+    "a parameter named like a refused builtin": "def f(input, dir=1):\n    return input[dir]",
+}
+
+# How a strong student writes the answers: every form must pass.
+STRONG = {
+    "numpy, vectorised": (
+        "def timer_resolution(clock, n=20000):\n"
+        "    t = np.fromiter((clock() for _ in range(n)), dtype=float, count=n)\n"
+        "    d = np.diff(t)\n"
+        "    d = d[d > 0]\n"
+        "    return float(d.min()) if d.size else math.inf"
+    ),
+    "list comprehension, f-string, lambda, sorted": (
+        "rows = [{'rank': r, 't': 1.0 / (r + 1)} for r in range(4)]\n"
+        "rows = sorted(rows, key=lambda row: row['t'])\n"
+        "print(f\"{rows[0]['rank']:>4d} {rows[0]['t']:.3e} {len(rows)=}\")"
+    ),
+    "nested functions with nonlocal": (
+        "def counter():\n    count = 0\n    def bump():\n        nonlocal count\n"
+        "        count += 1\n        return count\n    return bump\nc = counter()\nc()"
+    ),
+    "a class of one's own": (
+        "class Samples:\n"
+        "    unit = 1e-6\n"
+        "    def __init__(self, values=None):\n        self.values = list(values or [])\n"
+        "    def __repr__(self):\n        return f'Samples({len(self.values)})'\n"
+        "    def __str__(self):\n        return repr(self)\n"
+        "    def add(self, value):\n        self.values.append(value)\n        return self\n"
+        "    @property\n    def median(self):\n        return float(np.median(self.values))\n"
+        "    @staticmethod\n    def scale(x):\n        return x * Samples.unit\n"
+        "    @classmethod\n    def of(cls, xs):\n        return cls(xs)\n"
+        "s = Samples.of([3.0, 1.0]).add(2.0)\nprint(s, s.median, Samples.scale(2))"
+    ),
+    "a subclass calling super": (
+        "class Base:\n    def __init__(self, n):\n        self.n = n\n"
+        "class Child(Base):\n    def __init__(self, n):\n        super().__init__(n)\n"
+        "        self.twice = 2 * n\nChild(3)"
+    ),
+    "a dataclass": (
+        "from dataclasses import dataclass, field\n"
+        "@dataclass\nclass Row:\n    nbytes: int\n    t: float = 0.0\n"
+        "    tags: list = field(default_factory=list)\n"
+        "    def __post_init__(self):\n        self.t = float(self.t)\n"
+        "Row(8, 1e-6)"
+    ),
+    "try, except, finally, raise from": (
+        "def parse(x):\n    try:\n        return float(x)\n    except ValueError as exc:\n"
+        "        raise ValueError(f'not a number: {x!r}') from exc\n    finally:\n"
+        "        pass\n"
+        "try:\n    parse('a')\nexcept ValueError as exc:\n"
+        "    print(type(exc).__name__, exc, isinstance(exc, ValueError))"
+    ),
+    "with on the course's and numpy's context managers": (
+        "with grading.quiet():\n    print('checked')\n"
+        "with np.errstate(divide='ignore'):\n    r = np.float64(1.0) / 0.0"
+    ),
+    "MPI: IN_PLACE, Allreduce, requests": (
+        "from mpi4py import MPI\n"
+        "def agree(comm, value):\n    buf = np.asarray([value], dtype=np.float64)\n"
+        "    comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)\n    return float(buf[0])\n"
+        "def exchange(comm, sendbuf, recvbuf):\n"
+        "    if comm.Get_rank() == 0:\n"
+        "        reqs = [comm.Isend([sendbuf, MPI.BYTE], dest=1, tag=0),\n"
+        "                comm.Irecv([recvbuf, MPI.BYTE], source=MPI.ANY_SOURCE, tag=0)]\n"
+        "        MPI.Request.Waitall(reqs)\n"
+        "    t0 = MPI.Wtime()\n    return MPI.Wtime() - t0"
+    ),
+    "unpacking": (
+        "first, *rest = [1, 2, 3]\n(a, b), c = (1, 2), 3\nd = {**{'x': 1}, 'y': 2}\n"
+        "def f(*args, **kwargs):\n    return len(args), sorted(kwargs)\nf(*rest, **d)"
+    ),
+    "builtins": (
+        "xs = [3.0, -1.0, 2.0]\n"
+        "print(len(xs), range(3), min(xs), max(xs), sum(xs), abs(xs[1]), round(xs[0], 1))\n"
+        "print(list(enumerate(xs)), list(zip(xs, xs)), sorted(xs), list(reversed(xs)))\n"
+        "print(float('1'), int(2.0), str(3), dict(a=1), set(xs), tuple(xs), bool(xs))\n"
+        "print(any(xs), all(xs), list(map(abs, xs)), list(filter(None, xs)), divmod(7, 2))\n"
+        "print(isinstance(xs, list), pow(2, 3), next(iter(xs)), hasattr(xs, 'append'))\n"
+        "print(memoryview(bytearray(4)).nbytes, bytes(2), repr(xs), format(1.5, '.2f'))"
+    ),
+    "time, statistics, collections, itertools": (
+        "import time, statistics, itertools\nfrom collections import Counter, defaultdict\n"
+        "t0 = time.perf_counter()\nm = statistics.median([1, 3, 2])\n"
+        "groups = defaultdict(list)\ngroups[8].append(1.0)\n"
+        "Counter('aab').most_common(1)\n"
+        "pairs = list(itertools.combinations(range(4), 2))\n"
+        "elapsed = time.perf_counter() - t0"
+    ),
+    "annotations": (
+        "def mean(xs: list[float], default: float | None = None) -> float | None:\n"
+        "    return sum(xs) / len(xs) if xs else default\nlimit: int = 3"
+    ),
+    "match": (
+        "def kind(x):\n    match x:\n        case {'rank': r}:\n            return r\n"
+        "        case [first, *_]:\n            return first\n        case _:\n"
+        "            return None"
+    ),
+    "generators and walrus": (
+        "def sizes(top):\n    n = 1\n    while (n := n * 2) <= top:\n        yield n\n"
+        "big = [s for s in sizes(1024) if (h := s // 2) > 8]"
+    ),
+    "a module-level counter of one's own": (
+        "count = 0\ndef bump():\n    global count\n    count += 1\nbump()"
+    ),
+    "format strings with public fields": (
+        "'{0.real:.2f} {1[0]} {name:>8}'.format(1.5, [1], name='x')"
+    ),
+    "math and numpy submodules": (
+        "import math\nfrom numpy.linalg import lstsq\nimport numpy.random as npr\n"
+        "rng = np.random.default_rng(0)\nx = rng.random(5)\n"
+        "A = np.column_stack([np.ones(5), x])\n(a, b), *_ = lstsq(A, x, rcond=None)\n"
+        "ok = math.isfinite(a) and math.isclose(b, 1.0)"
+    ),
+    "a plot": (
+        "import matplotlib.pyplot as plt\nfrom matplotlib.ticker import EngFormatter\n"
+        "fig, ax = plt.subplots(figsize=(4, 3))\nax.loglog([1, 2], [3, 4], 'o-', label='t')\n"
+        "ax.set(xlabel='bytes', ylabel='s')\nax.xaxis.set_major_formatter(EngFormatter())\n"
+        "ax.legend()\nfig.tight_layout()\nplt.close(fig)"
+    ),
+    "own containers changed in place": (
+        "rows = []\nrows.append((8, 1.0))\nrows.sort(key=lambda r: r[0])\n"
+        "seen = dict.fromkeys([8, 16], 0)\nseen.update({8: 1})\nheavy = np.ones(4)\n"
+        "heavy[heavy > 0] *= 8\nkept = {}\nkept.setdefault('a', []).append(1)"
+    ),
 }
 
 
-@pytest.mark.parametrize("source", FINE.values(), ids=FINE.keys())
+@pytest.mark.parametrize("source", [*FINE.values(), *STRONG.values()], ids=[*FINE, *STRONG])
 def test_correct_code_is_not_flagged(source):
     nb, _ = _with_cell(source)
     assert audit.audit_notebook(nb.cells) == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=["/".join(c) for c in CASES])
+def test_every_corpus_submission_passes_the_audit(case):
+    """The corpus's variants (full marks) and shortcuts (lose their part, not more)."""
+    student, name = case
+    solution = ROOT / "solutions" / name / f"{name}.ipynb"
+    nb = nbformat.reads(json.dumps(corpus_case(student, name, solution)), as_version=4)
+    assert audit.audit_notebook(nb.cells) == []
+
+
+def test_a_refusal_names_the_line_what_and_what_to_do_instead():
+    found = _found("x = 1\n\nimport os")
+    assert [(f.line, f.code) for f in found] == [(3, "import os")]
+    why = found[0].why
+    assert "imports `os`" in why and "no answer here needs" in why
+    assert "A cell may import:" in why and "numpy" in why
+    assert "Did you mean `numpy`?" in _found("import nunpy")[0].why
+    assert "isinstance" in _found("t = type(1)")[0].why
+    assert "Rename it" in _found("_cache = {}")[0].why
+
+
+def test_a_refusal_inside_a_cell_magic_names_the_line_of_the_cell():
+    found = _found("%%timeit -n 1\nx = 1\nvars()")
+    assert [f.line for f in found] == [3]
+    assert found[0].code == "vars()"
 
 
 def test_tests_before_the_cell_are_not_affected_and_locked_cells_are_trusted():

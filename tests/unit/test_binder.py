@@ -52,11 +52,13 @@ def test_binder_sessions_start_with_the_student_lab_settings(tmp_path):
     script = ROOT / "binder" / "start"
     assert os.access(script, os.X_OK)
     out = subprocess.run(
-        [str(script), "bash", "-c", 'echo "$JUPYTER_CONFIG_DIR"'],
+        [str(script), "bash", "-c", 'echo "$JUPYTER_CONFIG_DIR"; echo "$JUPYTER_PATH"'],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.strip()
-    assert out == str(ROOT / "jupyter" / "student")
+        env={k: v for k, v in os.environ.items() if k != "JUPYTER_PATH"},
+    ).stdout.split("\n")
+    assert out[0] == str(ROOT / "jupyter" / "student")
+    assert out[1] == str(ROOT / "jupyter" / "student" / "share")  # the lab's cell check
     assert (ROOT / "jupyter" / "student" / "nbgrader_config.py").is_file()

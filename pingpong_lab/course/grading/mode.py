@@ -98,8 +98,8 @@ class ReadOnlyModule(types.ModuleType):
 
     While grading, the course's checking modules are made read-only, so a notebook cell that
     tries `grading.check_pingpong = ...` fails at once, in that cell, with this message. The
-    audit of the submission (course/audit.py) is what the score relies on; this is the early
-    warning a learner sees when validating.
+    audit of the submission (pingpong_lab/grader/audit.py) is what the score relies on; this
+    is an early warning a learner sees when validating.
     """
 
     def __setattr__(self, name, value):
