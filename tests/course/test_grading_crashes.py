@@ -52,8 +52,12 @@ def test_the_cell_where_the_kernel_died_says_so_in_the_feedback(graded, student)
     assert died, f"no cell of {student}'s notebook reports the kernel's death"
     html = (graded["course"] / "feedback" / student / NAME / f"{NAME}.html").read_text()
     assert "the kernel died while running this cell" in html
-    if student == "segfault":
-        assert "SIGSEGV" in html
+
+
+def test_a_segfault_in_the_c_answer_never_kills_the_grading_kernel(graded):
+    nb = _autograded(graded, "segfault_c")
+    text = str([o for c in nb["cells"] for o in c.get("outputs", [])])
+    assert "KernelDiedError" not in text  # the kernel never ran the C
 
 
 def test_sys_exit_and_memory_errors_fail_their_cells_and_the_kernel_lives_on(graded):
