@@ -73,6 +73,24 @@ CRASHES = {
 KERNEL_DEATHS = ("abort",)
 
 
+# A student who answers 03's written questions, graded by hand in test_manual_grading.py
+MANUAL_STUDENT = "manual_student"
+ANSWER_PROMPT = "*Your answer (replace this line):*"
+WRITTEN = [
+    "WRITTEN-MEAN: at 8 B my mean is 24 % above my median because of a few slow iterations.",
+    "WRITTEN-DRIFT: my runs were 19 % apart, each interval was about 1 % wide.",
+]
+
+
+def _written_answers():
+    answers = iter(WRITTEN)
+
+    def write(text: str) -> str:
+        return next(answers) if text.strip() == ANSWER_PROMPT else text
+
+    return write, answers
+
+
 def _edit(text: str, old: str, new: str) -> str:
     assert old in text, f"the partial-submission edit no longer applies: {old!r}"
     return text.replace(old, new)
@@ -377,6 +395,11 @@ def grade_the_class(root: Path) -> dict:
                 grade_ids,
             )
             submit_notebook(course, "old_stubs", name, nb)
+    if "03_variability" in ASSIGNMENTS:
+        write, answers = _written_answers()
+        solution = root / "solutions" / "03_variability" / "03_variability.ipynb"
+        submit(course, MANUAL_STUDENT, "03_variability", solution, write)
+        assert next(answers, None) is None, "03 no longer has two written answers"
     if "01_pingpong" in ASSIGNMENTS:
         solution = root / "solutions" / "01_pingpong" / "01_pingpong.ipynb"
         text = "".join("".join(c["source"]) for c in notebook(solution)["cells"])

@@ -1,9 +1,9 @@
 """The written parts of a notebook, graded by hand the way Formgrader does it (real nbgrader).
 
-One notebook (03_variability) is released, submitted with written answers, autograded; then the
-hand-graded parts get scores and comments through nbgrader's gradebook API (what Formgrader's
-"save score" does), the feedback is generated again, and the totals and the feedback HTML are
-read back. Everything runs in a temporary copy of the course.
+The shared class (tests/course/classroom.py) has a student who submits 03_variability with
+written answers; once autograded, the hand-graded parts get scores and comments through
+nbgrader's gradebook API (what Formgrader's "save score" does), the feedback is generated
+again, and the totals and the feedback HTML are read back. No other test reads that student.
 """
 
 from __future__ import annotations
@@ -15,17 +15,14 @@ from pathlib import Path
 import pytest
 
 from ..conftest import requires_mpi
-from .submissions import grading_env, notebook, processes_left, scratch_course, submit
+from .classroom import MANUAL_STUDENT as STUDENT
+from .classroom import WRITTEN
+from .submissions import notebook, processes_left
 
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "course"
 NAME = "03_variability"
-STUDENT = "manual_student"
-ANSWER_PROMPT = "*Your answer (replace this line):*"
-WRITTEN = [
-    "WRITTEN-MEAN: at 8 B my mean is 24 % above my median because of a few slow iterations.",
-    "WRITTEN-DRIFT: my runs were 19 % apart, each interval was about 1 % wide.",
-]
+
 # grade_id: (score the grader gives, comment)
 MANUAL = {
     "task_mean_or_median": (1.5, "COMMENT-MEAN: say what the mean is the right number for."),
@@ -90,25 +87,11 @@ def _grade_by_hand(course: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("manual-grading")
-    course = scratch_course(root, COURSE, [NAME])
-    tag, env = grading_env(root)
-    subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader", "release"],
-        cwd=course,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    answers = iter(WRITTEN)
-
-    def write_answers(text: str) -> str:
-        return next(answers) if text.strip() == ANSWER_PROMPT else text
-
-    submit(course, STUDENT, NAME, root / "solutions" / NAME / f"{NAME}.ipynb", write_answers)
-    assert next(answers, None) is None, "the notebook no longer has two written answers"
-    _nbgrader(course, env, "autograde", NAME, "--student", STUDENT)
+def graded(graded_class):
+    """The shared class's STUDENT (tests/course/classroom.py: the 03 solution with both written
+    answers), graded by hand as Formgrader does, and its feedback generated again."""
+    root, course = graded_class["root"], graded_class["course"]
+    env = graded_class["env"]
     before = _state(course)
     autograded = notebook(course / "autograded" / STUDENT / NAME / f"{NAME}.ipynb")
     _grade_by_hand(course)
@@ -116,7 +99,7 @@ def graded(tmp_path_factory):
     html = (course / "feedback" / STUDENT / NAME / f"{NAME}.html").read_text()
     return {
         "root": root,
-        "tag": tag,
+        "tag": graded_class["tag"],
         "before": before,
         "after": _state(course),
         "autograded": autograded,
