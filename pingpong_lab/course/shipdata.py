@@ -45,6 +45,31 @@ def ship(csv_path, name: str, about: str, directory=None) -> Path:
     return handoff.save(name, directory=folder, about=about.strip(), **plain, **arrays)
 
 
+def to_csv(name: str, out, sizes=None) -> Path:
+    """Shipped dataset `name` written as a sweep CSV at `out` (nbytes, and the median and the
+    fastest one-way times), for the message sizes `sizes` only when given; a size the dataset
+    lacks raises ValueError. What a notebook reads when it cannot measure that sweep itself."""
+    data = handoff.shipped(name)
+    nbytes = data["nbytes"]
+    keep = range(len(nbytes))
+    if sizes is not None:
+        where = {int(n): i for i, n in enumerate(nbytes)}
+        lacking = sorted({int(n) for n in sizes} - set(where))
+        if lacking:
+            raise ValueError(f"shipped dataset {name!r} has no size(s) {lacking[:5]}")
+        keep = [where[int(n)] for n in sizes]
+    columns = (COL.nbytes, COL.t_median_s, COL.t_min_s)
+    lines = [",".join(columns)]
+    for i in keep:
+        t_med, t_min = float(data["t_one_way_s"][i]), float(data["t_min_s"][i])
+        lines.append(f"{int(nbytes[i])},{t_med!r},{t_min!r}")
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(out)
+    return out
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) != 3:
