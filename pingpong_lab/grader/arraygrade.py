@@ -114,6 +114,5 @@ def merge(course: Path, out=sys.stdout) -> int:
         f"{master.name}; per-student scores in {course.name}/grades.csv",
         file=out,
     )
-    for o in failed:
-        print(f"  {o.student}: {o.status} ({o.why})", file=out)
+    classgrade.report_failures(failed, out)
     return 1 if failed else 0

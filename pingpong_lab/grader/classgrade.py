@@ -235,6 +235,12 @@ def write_summary(path: Path, outcomes: list[Outcome], assignments: list[str]) -
     tmp.replace(path)
 
 
+def report_failures(failed: list[Outcome], out=sys.stdout) -> None:
+    """One line per submission that was not graded: who, how it ended, why."""
+    for o in failed:
+        print(f"  {o.student}: {o.status} ({o.why})", file=out)
+
+
 def report(outcomes: list[Outcome], wall_s: float, out=sys.stdout) -> None:
     """The end of the run: throughput, failures, the slowest submissions."""
     n = len(outcomes)
@@ -244,8 +250,7 @@ def report(outcomes: list[Outcome], wall_s: float, out=sys.stdout) -> None:
         f"{len(failed)} failed",
         file=out,
     )
-    for o in failed:
-        print(f"  {o.student}: {o.status} ({o.why})", file=out)
+    report_failures(failed, out)
     slowest = sorted(outcomes, key=lambda o: -o.seconds)[:3]
     print("slowest: " + ", ".join(f"{o.student} {o.seconds:.0f} s" for o in slowest), file=out)
 

@@ -354,6 +354,12 @@ def _partial_edit(name):
     return apply
 
 
+def _grader(course: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    """`python -m pingpong_lab.grader <args>` in the course, as make release/autograde run it."""
+    cmd = [sys.executable, "-m", "pingpong_lab.grader", *args]
+    return subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True)
+
+
 def _files(folder: Path) -> dict:
     return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -364,13 +370,8 @@ def grade_the_class(root: Path) -> dict:
     course = scratch_course(root, COURSE)
     tag, env = grading_env(root)
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader", "release"],
-        cwd=course,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    proc = _grader(course, env, "release")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     release_s = time.perf_counter() - start
     for name in ASSIGNMENTS:
         solution = root / "solutions" / name / f"{name}.ipynb"
@@ -415,18 +416,9 @@ def grade_the_class(root: Path) -> dict:
             release = root / "exercises" / "01_pingpong" / "01_pingpong.ipynb"
             nb = vandals.with_cell(notebook(release), vandals.FORGE)
             submit_notebook(course, vandals.FORGER, "01_pingpong", nb)
-    sources = {p: p.read_bytes() for p in sorted((course / "source").rglob("*")) if p.is_file()}
-    submitted = {
-        p: p.read_bytes() for p in sorted((course / "submitted").rglob("*")) if p.is_file()
-    }
+    sources, submitted = _files(course / "source"), _files(course / "submitted")
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader", "autograde"],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = _grader(course, env, "autograde")
     autograde_s = time.perf_counter() - start
     assert proc.returncode == 0, proc.stdout + proc.stderr
     print(f"\nrelease {release_s:.0f} s, autograde {autograde_s:.0f} s\n{proc.stdout}")
