@@ -8,9 +8,11 @@ solution notebooks to ../solutions/ (see pingpong_lab/grader/build.py).
 
 Grading mode
 ------------
-This file sets the environment variable PINGPONG_LAB_GRADING=1 (unless it is already set), so
-every kernel that nbgrader starts (generate_solution, autograde, validate) inherits it. The
-notebooks read it through `pingpong_lab.course.grading.GRADING` and `grading.scale(normal, grading)`
+Every kernel that nbgrader starts with this course's settings (autograde, validate) runs with
+PINGPONG_LAB_GRADING=1 (MemoryLimitedKernelManager sets it on the kernel's command line, unless
+it is set otherwise already); this file leaves the environment of the process that reads it
+(a Jupyter server with Formgrader, say) as it was. The notebooks read it through
+`pingpong_lab.course.grading.GRADING` and `grading.scale(normal, grading)`
 and shrink their sweeps and repetition counts, so that a whole submission grades in minutes.
 Run `PINGPONG_LAB_GRADING=0 nbgrader ...` to grade with the full-size measurements.
 
@@ -105,10 +107,9 @@ from nbgrader.preprocessors import (  # noqa: E402
 
 from pingpong_lab.grader.preprocessors import (  # noqa: E402
     ClearSolutionsC,
+    MemoryLimitedKernelManager,
     autograde_preprocessors,
 )
-
-os.environ.setdefault("PINGPONG_LAB_GRADING", "1")
 
 c = get_config()  # noqa: F821 (nbgrader provides get_config)
 
@@ -143,6 +144,8 @@ os.makedirs(c.Exchange.root, exist_ok=True)
 c.ExecutePreprocessor.timeout = 150
 c.Execute.timeout = 150
 c.Execute.interrupt_on_timeout = True
+# kernels in grading mode, with the memory limit below (validate as well as autograde)
+c.Execute.kernel_manager_class = MemoryLimitedKernelManager
 
 # A kernel death costs only its cell; limits on a notebook's time and a kernel's memory; the
 # tamper audit just before the scores are saved (all above).

@@ -6,6 +6,7 @@ import atexit
 import math
 import os
 import re
+import shutil
 import signal
 import sys
 from time import monotonic
@@ -15,13 +16,14 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Dict, Integer, List, Unicode
 
 from ..course.cells import is_c_cell, is_test
-from ..engines.cluster import POOL_ENV
 from ..engines.pool import EnginePool
 from .audit import audit_notebook
-from .sandbox import confine_prefix
+from .sandbox import can_confine, confine_prefix
+
+GRADING_VAR = "PINGPONG_LAB_GRADING"
 
 # -- the C-aware stub -------------------------------------------------------------------------
 C_STUB = (
@@ -183,6 +185,14 @@ RESTARTED_AFTER_MEMORY_ERROR = (
 )
 
 
+def grading_env() -> dict[str, str]:
+    """Grading mode for the kernels and engines that grading starts: PINGPONG_LAB_GRADING as
+    this process has it (`PINGPONG_LAB_GRADING=0 nbgrader ...` grades at full size), 1 when
+    unset. Set on their command line, never in this process's environment, so that a Jupyter
+    server running Formgrader or Validate starts its other kernels as they were."""
+    return {GRADING_VAR: os.environ.get(GRADING_VAR, "1")}
+
+
 def memory_limit_prefix(limit_mb: int) -> list[str]:
     """The command that runs the command after it with at most limit_mb MiB of private memory
     per process (nothing when limit_mb is 0)."""
@@ -212,11 +222,16 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
     confine_writable = List(
         Unicode(), help="Folders inside confine_readonly that stay writable"
     ).tag(config=True)
+    # variables for this kernel only (the engines lent to it); never this process's environment
+    kernel_env = Dict(Unicode(), help="Environment variables added for the kernel alone")
 
     def command_prefix(self) -> list[str]:
-        """What the kernel's command (and the lent engines' mpiexec) is started through."""
+        """What the kernel's command (and the lent engines' mpiexec) is started through: the
+        confinement, the memory limit, and grading mode set for that process alone."""
         confine = confine_prefix(list(self.confine_readonly), list(self.confine_writable))
-        return confine + memory_limit_prefix(self.memory_limit_mb)
+        variables = {**grading_env(), **self.kernel_env}
+        setting = [shutil.which("env") or "env", *(f"{k}={v}" for k, v in variables.items())]
+        return confine + memory_limit_prefix(self.memory_limit_mb) + setting
 
     def format_kernel_cmd(self, extra_arguments=None):
         return self.command_prefix() + super().format_kernel_cmd(extra_arguments)
@@ -253,11 +268,14 @@ class _StudentPool:
             self.close()
             self.pool = EnginePool(mpiexec_prefix=prefix)
             self.student = student
-            os.environ.update(self.pool.env)  # the kernels started from here borrow them
         self.pool.ready(sizes)
 
+    @property
+    def env(self) -> dict[str, str]:
+        """What a kernel needs to borrow the pool's engines (nothing without a pool)."""
+        return self.pool.env if self.pool is not None else {}
+
     def close(self) -> None:
-        os.environ.pop(POOL_ENV, None)
         if self.pool is not None:
             self.pool.close()
         self.pool = self.student = None
@@ -319,7 +337,9 @@ class CrashTolerantExecute(Execute):
     def _confined(self, km: MemoryLimitedKernelManager) -> MemoryLimitedKernelManager:
         """km, confined to the student's autograded/ folder when `confine` is on: the course
         folder (its gradebook, every submission) is read-only for the learner's code."""
-        if self.confine and self._student:
+        if self.confine and self._student and not can_confine():
+            self.log.warning("kernels not confined: bubblewrap cannot start here")
+        elif self.confine and self._student:
             course = CourseDirectory(config=self.config)
             km.confine_readonly = [os.path.abspath(course.root)]
             mine = os.path.join(course.root, course.autograded_directory, self._student)
@@ -327,7 +347,10 @@ class CrashTolerantExecute(Execute):
         return km
 
     def create_kernel_manager(self):
-        return self._confined(super().create_kernel_manager())
+        km = self._confined(super().create_kernel_manager())
+        if self.engine_pool and isinstance(km, MemoryLimitedKernelManager):
+            km.kernel_env = ENGINE_POOL.env  # this kernel borrows the pool's engines
+        return km
 
     def _engines_ready(self) -> None:
         """Cleared, answering pool engines for this notebook (and none of another student's)."""

@@ -19,6 +19,7 @@ Two walls, because two kinds of code run while a submission is graded:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -80,11 +81,23 @@ def grading_args(course: Path, work: Path) -> list[str]:
     return args
 
 
+@functools.cache
+def can_confine() -> bool:
+    """True when bubblewrap can start a confinement here (in the grading sandbox too)."""
+    bwrap = _bwrap()
+    if bwrap is None:
+        return False
+    probe = [bwrap, "--dev-bind", "/", "/", "--cap-drop", "ALL", "--die-with-parent", "true"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
 def confine_prefix(readonly: list[str], writable: list[str]) -> list[str]:
     """The command that runs the command after it with `readonly` folders read-only (but the
-    `writable` ones inside them) and no capabilities; nothing when bubblewrap is missing."""
+    `writable` ones inside them) and no capabilities; nothing when bubblewrap cannot, or when
+    a folder named does not exist (there is nothing to confine to)."""
     bwrap = _bwrap()
-    if bwrap is None or not readonly:
+    folders = [*readonly, *writable]
+    if not readonly or not can_confine() or not all(os.path.isdir(f) for f in folders):
         return []
     args = [bwrap, "--dev-bind", "/", "/"]
     for folder in readonly:

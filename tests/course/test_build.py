@@ -154,7 +154,9 @@ def test_the_course_config_sets_grading_mode_timeouts_limits_and_crash_tolerant_
     )
     import os
 
-    assert os.environ["PINGPONG_LAB_GRADING"] == "1"
+    # grading mode goes to the kernels, never into the environment of the reading process
+    assert "PINGPONG_LAB_GRADING" not in os.environ
+    assert config.Execute.kernel_manager_class is preprocessors.MemoryLimitedKernelManager
     assert config.Execute.timeout > grading.ENGINE_TIMEOUT_S + 60  # a deadlock + engine restart
     assert config.Exchange.root
     assert preprocessors.CrashTolerantExecute in config.Autograde.autograde_preprocessors

@@ -155,3 +155,34 @@ def test_the_autograde_pipeline_is_nbgraders_with_crash_tolerant_execute_and_the
     assert ours[ours.index(SaveAutoGrades) - 1] is preprocessors.AuditSubmission
     ours_plain = [p for p in ours if p not in (CrashTolerantExecute, preprocessors.AuditSubmission)]
     assert ours_plain == [p for p in default if p is not Execute]
+
+
+@pytest.mark.engines
+def test_grading_in_this_process_leaves_its_environment_as_it_was(tmp_path, monkeypatch):
+    """What Formgrader's Autograde button does: the preprocessors run inside the Jupyter
+    server. The graded kernel borrows the student's engines and runs in grading mode; the
+    server's own environment (and so every kernel it starts later) gets neither."""
+    import os
+
+    from pingpong_lab.engines.cluster import POOL_ENV
+
+    monkeypatch.delenv("PINGPONG_LAB_GRADING", raising=False)
+    before = dict(os.environ)
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "import os  # the notebook starts MPICluster(n=2)\n"
+                f"print(os.environ.get('{POOL_ENV}', 'no pool'))\n"
+                "print(os.environ.get('PINGPONG_LAB_GRADING', 'not grading'))"
+            )
+        ]
+    )
+    resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"student": "ann"}}
+    try:
+        CrashTolerantExecute(timeout=60).preprocess(nb, resources)
+        assert os.environ == before
+    finally:
+        preprocessors.ENGINE_POOL.close()
+    pool, grading_mode = _stdout(nb.cells[0]).split()
+    assert pool != "no pool" and grading_mode == "1"
+    assert dict(os.environ) == before
