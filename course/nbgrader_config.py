@@ -174,6 +174,12 @@ c.ClearSolutions.code_stub = {
 # Solution notebooks are generated without running them (outputs hold timings, which change
 # every run); `course_build solutions` executes them separately and writes HTML.
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
-# Feedback shows learners their answers, scores and the grader's comments; the mark schemes of
-# the parts graded by hand (task cells) stay with the instructor, who sees them in Formgrader.
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, ClearMarkScheme]
+# Feedback shows learners their answers, scores and the grader's comments; the hidden tests'
+# code and the mark schemes of the parts graded by hand (task cells) stay with the instructor,
+# who sees them in Formgrader. (A failed hidden test's error message still shows.)
+c.GenerateFeedback.preprocessors = [
+    GetGrades,
+    ClearHiddenTests,
+    CSSHTMLHeaderPreprocessor,
+    ClearMarkScheme,
+]

@@ -287,6 +287,16 @@ def test_no_engine_controller_or_mpiexec_outlives_the_grading(graded):
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_feedback_shows_no_hidden_test(graded, name):
+    source = (graded["course"] / "source" / name / f"{name}.ipynb").read_text()
+    if "BEGIN HIDDEN TESTS" not in source:
+        pytest.skip(f"{name} has no hidden tests")
+    for student in ("solution", "untouched"):
+        html = (graded["course"] / "feedback" / student / name / f"{name}.html").read_text()
+        assert "HIDDEN TESTS" not in html, (student, name)
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_every_submission_gets_an_html_feedback_report(graded, name):
     for student in ("solution", "untouched") + (("partial",) if name in PARTIAL else ()):
         html = graded["course"] / "feedback" / student / name / f"{name}.html"
