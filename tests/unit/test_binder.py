@@ -62,3 +62,29 @@ def test_binder_sessions_start_with_the_student_lab_settings(tmp_path):
     assert out[0] == str(ROOT / "jupyter" / "student")
     assert out[1] == str(ROOT / "jupyter" / "student" / "share")  # the lab's cell check
     assert (ROOT / "jupyter" / "student" / "nbgrader_config.py").is_file()
+
+
+def test_the_student_image_keeps_the_exercises_and_loses_every_answer(tmp_path):
+    """binder/strip-answers (run by postBuild) on a scratch tree shaped like the repository."""
+    answers = ["course/source/01_x", "course/release/01_x", "solutions/01_x", "tests/course"]
+    kept = ["exercises/01_x", "pingpong_lab/course", "kernels_c", "course"]
+    for folder in [*answers, *kept, ".git"]:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "f.txt").write_text("x")
+    (tmp_path / "course" / "nbgrader_config.py").write_text("")
+    script = ROOT / "binder" / "strip-answers"
+    proc = subprocess.run([str(script), str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for folder in answers:
+        assert not (tmp_path / folder.split("/")[0] / folder.split("/")[1]).exists(), folder
+    assert not (tmp_path / ".git").exists() and not (tmp_path / "solutions").exists()
+    for folder in kept:
+        assert (tmp_path / folder).is_dir(), folder
+    assert "strip-answers" in (ROOT / "binder" / "postBuild").read_text()
+
+
+def test_stripping_a_tree_without_exercises_is_refused(tmp_path):
+    proc = subprocess.run(
+        [str(ROOT / "binder" / "strip-answers"), str(tmp_path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and "no exercises/" in proc.stderr
