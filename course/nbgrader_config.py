@@ -27,10 +27,14 @@ Changing the grader
 -------------------
 nbgrader runs a learner's cells and the test cells in one kernel, so a learner's cell could
 replace what a test uses (`grading.check_pingpong = lambda *a, **k: None`). AuditSubmission
-reads the learner's cells in nbgrader's own process after the notebook ran; a test that runs
-after a cell that changes the grader scores 0, and its output says which line did it. The
-course's own code cells (imports, the engines, helpers) are locked, so nbgrader restores them
-before grading. Threat model: docs/GRADING.md.
+reads the learner's cells in nbgrader's own process after the notebook ran and allows only
+what a course answer needs (pingpong_lab/grader/audit.py); a test that runs after a refused
+line scores 0, and its output says which line and why. The course's own code cells (imports,
+the engines, helpers) are locked, so nbgrader restores them before grading. Each kernel and
+its engines are confined so that they cannot write the course folder but the student's
+autograded/ folder (CrashTolerantExecute.confine), and `make autograde` grades every
+submission in a sandbox of its own (pingpong_lab/grader/sandbox.py). Threat model:
+docs/GRADING.md.
 
 A crash costs only its cell
 ---------------------------
