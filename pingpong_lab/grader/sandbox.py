@@ -59,24 +59,29 @@ def grading_args(course: Path, work: Path) -> list[str]:
     course, work = Path(course).resolve(), Path(work).resolve()
     args = [_bwrap() or "bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
     args += ["--proc", "/proc", "--unshare-net", "--unshare-pid", "--die-with-parent"]
+    # hidden: the grader's home, any exchange, and the private /tmp, /dev/shm, /var/tmp (MPI
+    # names its shared-memory segments after process ids, which repeat between sandboxes)
     hidden = [Path.home().resolve()]
     exchange = os.environ.get("PINGPONG_LAB_EXCHANGE")
     if exchange:
         hidden.append(Path(exchange).resolve())
+    hidden = [h for h in hidden if h != Path("/") and h.is_dir()]
+    hidden += [Path(p).resolve() for p in ("/tmp", "/dev/shm", "/var/tmp") if Path(p).is_dir()]
     for folder in hidden:
-        if folder != Path("/") and folder.is_dir():
-            args += ["--tmpfs", str(folder)]
-    # the code the grading runs, when it lives in a hidden folder (a clone in the home)
-    # (the clone, its environment, and the Python that environment was made from)
+        args += ["--tmpfs", str(folder)]
+    # the code the grading runs, where a hidden folder holds it (a clone in the home or in
+    # /tmp): the clone, its environment, and the Python that environment was made from
     code = {REPO, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
     code.add(Path(sys.executable).resolve().parents[1])
-    for folder in sorted(code):
-        if any(_inside(folder, h) for h in hidden):
-            args += ["--ro-bind", str(folder), str(folder)]
-    # MPI names its shared-memory segments after process ids, which repeat between sandboxes
-    args += ["--tmpfs", "/tmp", "--tmpfs", "/dev/shm", "--tmpfs", "/var/tmp"]
-    if course.is_dir() and not _inside(course, Path("/tmp").resolve()):
-        args += ["--tmpfs", str(course)]  # after the code: a course inside the clone
+    shown = [c for c in sorted(code) if any(_inside(c, h) for h in hidden)]
+    for folder in shown:
+        args += ["--ro-bind", str(folder), str(folder)]
+    # the class's course: hidden unless a hidden folder hides it already (and no code shown
+    # again holds it, as a clone holds course/)
+    if course.is_dir() and (
+        not any(_inside(course, h) for h in hidden) or any(_inside(course, c) for c in shown)
+    ):
+        args += ["--tmpfs", str(course)]
     args += ["--bind", str(work), str(work)]
     return args
 

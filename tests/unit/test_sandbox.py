@@ -93,3 +93,29 @@ def test_the_confined_code_cannot_lift_the_confinement(class_course):
     cmd = sandbox.grading_args(course, work) + confined + ["sh", "-c", undo]
     subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (stage / "gradebook.db").read_text() == "ann's scores"
+
+
+def test_a_clone_in_tmp_keeps_its_code_and_hides_its_course(monkeypatch):
+    """CI may clone the repository under /tmp: the sandbox's private /tmp must not hide the
+    code, and the clone's course/ must still be hidden."""
+    clone = Path(tempfile.mkdtemp(prefix="clone-", dir="/tmp"))
+    work = Path(tempfile.mkdtemp(prefix="pingpong-grade-ann-"))
+    try:
+        (clone / "pingpong_lab").mkdir()
+        (clone / "pingpong_lab" / "code.py").write_text("the course's code")
+        course = clone / "course"
+        (course / "submitted" / "bob").mkdir(parents=True)
+        (course / "gradebook.db").write_text("the class's grades")
+        monkeypatch.setattr(sandbox, "REPO", clone)
+        probe = (
+            "import os, sys; c = sys.argv[1]; "
+            "print(open(os.path.join(c, 'pingpong_lab', 'code.py')).read()); "
+            "print(sorted(os.listdir(os.path.join(c, 'course'))))"
+        )
+        cmd = [*sandbox.grading_args(course, work), sys.executable, "-c", probe, str(clone)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines() == ["the course's code", "[]"]
+    finally:
+        shutil.rmtree(clone)
+        shutil.rmtree(work)
