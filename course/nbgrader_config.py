@@ -110,6 +110,7 @@ from nbgrader.preprocessors import (  # noqa: E402
 )
 
 from pingpong_lab.grader.preprocessors import (  # noqa: E402
+    ClearHiddenTestOutputs,
     ClearSolutionsC,
     MemoryLimitedKernelManager,
     autograde_preprocessors,
@@ -180,9 +181,11 @@ c.ClearSolutions.code_stub = {
 c.GenerateSolution.preprocessors = [IncludeHeaderFooter, LockCells, ClearOutput, ClearMarkScheme]
 # Feedback shows learners their answers, scores and the grader's comments; the hidden tests'
 # code and the mark schemes of the parts graded by hand (task cells) stay with the instructor,
-# who sees them in Formgrader. (A failed hidden test's error message still shows.)
+# who sees them in Formgrader. The lines of a failed test's traceback that quote hidden tests
+# are replaced by a mark (ClearHiddenTestOutputs); the error's message still shows.
 c.GenerateFeedback.preprocessors = [
     GetGrades,
+    ClearHiddenTestOutputs,
     ClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
     ClearMarkScheme,

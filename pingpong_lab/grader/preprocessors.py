@@ -61,6 +61,56 @@ class ClearSolutionsC(ClearSolutions):
         return super()._replace_solution_region(cell, language)
 
 
+# -- feedback without the hidden tests ----------------------------------------------------------
+_BEGIN_HIDDEN, _END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+# a source line as an IPython traceback shows it: an optional arrow, its number, the code
+_TRACEBACK_LINE = re.compile(r"^\s*(?:-*>)?\s*\d+\s(.*)$")
+
+
+def hidden_lines(source: str) -> set[str]:
+    """The stripped lines of a test cell's hidden tests, their markers included."""
+    hidden, inside = set(), False
+    for line in source.splitlines():
+        if _BEGIN_HIDDEN in line:
+            inside = True
+        if inside and line.strip():
+            hidden.add(line.strip())
+        if _END_HIDDEN in line:
+            inside = False
+    return hidden
+
+
+def without_hidden_lines(text: str, hidden: set[str]) -> str:
+    """A traceback's text with every line that quotes a hidden test replaced by one mark."""
+    from nbconvert.filters import strip_ansi
+
+    out, skipping = [], False
+    for line in text.split("\n"):
+        shown = _TRACEBACK_LINE.match(strip_ansi(line))
+        if shown and shown.group(1).strip() in hidden:
+            if not skipping:
+                out.append("      ...   (hidden tests)")
+            skipping = True
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out)
+
+
+class ClearHiddenTestOutputs(NbGraderPreprocessor):
+    """For feedback, before nbgrader's ClearHiddenTests: the tracebacks of a failed test cell
+    quote the lines around the failure, hidden tests included; those lines are replaced by a
+    mark. The error's name and message stay, so the learner still sees what failed."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and is_test(cell) and _BEGIN_HIDDEN in cell.source:
+            hidden = hidden_lines(cell.source)
+            for out in cell.outputs:
+                if out.get("output_type") == "error":
+                    out["traceback"] = [without_hidden_lines(t, hidden) for t in out["traceback"]]
+        return cell, resources
+
+
 # -- the tamper audit -------------------------------------------------------------------------
 TAMPER_ERROR = "GraderChanged"
 

@@ -288,12 +288,28 @@ def test_no_engine_controller_or_mpiexec_outlives_the_grading(graded):
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_feedback_shows_no_hidden_test(graded, name):
-    source = (graded["course"] / "source" / name / f"{name}.ipynb").read_text()
-    if "BEGIN HIDDEN TESTS" not in source:
+    """Neither the test cells nor the tracebacks of failed tests quote a hidden test."""
+    import html
+    import re
+
+    from pingpong_lab.grader.preprocessors import hidden_lines
+
+    source = notebook(graded["course"] / "source" / name / f"{name}.ipynb")
+    hidden, visible = set(), set()
+    for cell in source["cells"]:
+        text = "".join(cell["source"])
+        mine = hidden_lines(text)
+        hidden |= mine
+        visible |= {line.strip() for line in text.splitlines()} - mine
+    secret = {line for line in hidden - visible if len(line) >= 25}
+    if not secret:
         pytest.skip(f"{name} has no hidden tests")
     for student in ("solution", "untouched"):
-        html = (graded["course"] / "feedback" / student / name / f"{name}.html").read_text()
-        assert "HIDDEN TESTS" not in html, (student, name)
+        page = (graded["course"] / "feedback" / student / name / f"{name}.html").read_text()
+        text = html.unescape(re.sub(r"<[^>]+>", "", page))
+        assert "HIDDEN TESTS" not in text, (student, name)
+        shown = [line for line in secret if line in text]
+        assert not shown, (student, name, shown[:3])
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)

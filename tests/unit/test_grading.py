@@ -495,3 +495,23 @@ def test_every_correct_pairwise_exchange_passes(fn, size):
 def test_wrong_pairwise_exchanges_fail_with_a_message_that_says_why(fn, message):
     with pytest.raises(AssertionError, match=message):
         grading.check_pairwise_exchange(fn, size=4)
+
+
+def test_a_traceback_loses_the_lines_that_quote_hidden_tests():
+    from pingpong_lab.grader.preprocessors import hidden_lines, without_hidden_lines
+
+    source = (
+        '"""doc"""\ncheck(a)\n### BEGIN HIDDEN TESTS\ncheck(secret_case)\n'
+        "check(other_secret)\n### END HIDDEN TESTS\n"
+    )
+    hidden = hidden_lines(source)
+    assert "check(secret_case)" in hidden and "check(a)" not in hidden
+    traceback = (
+        "Cell In[5], line 4\n      2 check(a)\n      3 ### BEGIN HIDDEN TESTS\n"
+        "\x1b[0;32m----> 4\x1b[0m check(secret_case)\n      5 check(other_secret)\n"
+        "AssertionError: size 3 fails"
+    )
+    shown = without_hidden_lines(traceback, hidden)
+    assert "secret" not in shown and "HIDDEN" not in shown
+    assert "check(a)" in shown and shown.count("(hidden tests)") == 1
+    assert shown.endswith("AssertionError: size 3 fails")
