@@ -30,6 +30,15 @@ def _mpi_available() -> bool:
 requires_mpi = pytest.mark.skipif(not _mpi_available(), reason="no MPI (mpiexec/mpi4py) here")
 
 
+def interruptible() -> None:
+    """preexec_fn for a command a test stops with SIGINT: Ctrl-C acts in it even when the test
+    run itself was started in the background (a shell's `cmd &` ignores SIGINT, and a Python
+    started with SIGINT ignored never raises KeyboardInterrupt)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="session")
 def c_library() -> Path:
     """kernels_c built with this environment's mpicc (as `make kernels` does)."""

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from ..conftest import requires_mpi
+from ..conftest import interruptible, requires_mpi
 
 CLI = [sys.executable, "-m", "pingpong_lab", "sweep"]
 REQUIRED = {"nbytes", "reps", "t_median_s", "t_min_s", "t_mean_s", "t_max_s"}
@@ -158,7 +158,13 @@ def test_ctrl_c_stops_the_mpi_job_and_says_so(c_library, tmp_path):
     import psutil
 
     args = ["--max-bytes", "67108864", "--budget", "5", "--out", str(tmp_path / "r.csv")]
-    proc = subprocess.Popen(CLI + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI + args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
     try:
         assert proc.stdout.readline().startswith("[ 1/")  # measuring
         job = psutil.Process(proc.pid).children(recursive=True)

@@ -17,7 +17,7 @@ from pingpong_lab.analysis import model
 from pingpong_lab.errors import PingPongLabError
 from pingpong_lab.mpi import link
 
-from ..conftest import requires_mpi
+from ..conftest import interruptible, requires_mpi
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("ip") and shutil.which("tc")),
@@ -40,6 +40,7 @@ def test_a_sweep_through_a_1gbit_link_fits_to_1gbit_and_leaves_no_namespace(c_li
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr
@@ -63,6 +64,7 @@ def test_a_stopped_sweep_removes_its_namespaces_and_its_mpi_job(c_library, tmp_p
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     try:
         assert proc.stdout.readline().startswith("emulated link:")
