@@ -374,9 +374,9 @@ def fit_piecewise(
     finds spurious improvements in pure noise, so m lines replace the fewer lines chosen so far
     only when they lower the BIC by more than ``min_bic_gain`` (default 10, "very strong"
     evidence on the usual BIC scale; on straight-line synthetic sweeps of 27 sizes with 5 %
-    noise per sample, 0.5-2 % of 200 seeds pass it). ``noise_floor`` bounds the RMS relative residual from below (timers
-    do not resolve 1 ppm), so that noise-free data do not favour extra parameters through
-    rounding errors.
+    noise per sample, 0.5-2 % of 200 seeds pass it). ``noise_floor`` bounds the RMS relative
+    residual from below (timers do not resolve 1 ppm), so that noise-free data do not favour
+    extra parameters through rounding errors.
 
     Why three lines (``max_segments``, 2 or 3): a shared-memory sweep over 1 B .. 64 MiB has
     two changes, the eager/rendezvous step (8 KiB on MPICH) and a cache cliff (above 4 MiB).

@@ -4,10 +4,12 @@
     pingpong-lab report --from DIR [--out DIR2]      # re-analyse CSVs (cluster data)
 
 Measuring runs, each as one `pingpong-lab sweep` (mpiexec, no Jupyter):
-blocking and non-blocking sweeps in C and Python, a variability run (many raw samples at a few
-sizes), shared memory vs TCP loopback (`--transport tcp`), and a contention run (pairwise at 2,
-4, 8 ranks). Then it fits T(b) = alpha + beta b (single line and piecewise), draws the figures
-and writes:
+blocking and non-blocking sweeps in C and Python and shared memory vs TCP loopback
+(`--transport tcp`), each in interleaved rounds (`--rounds`: every size once per round), a
+variability run (many raw samples at a few sizes) and a contention run (pairwise at 2, 4, 8
+ranks). Then it reads latency and bandwidth (analysis.headline: piecewise segments when they are
+better than one line, one line when it fits, else Hockney's two ends of the sweep; from each
+size's fastest round, with the spread between rounds), draws the figures and writes:
 
     OUT/data/*.csv (+ .csv.json provenance, .samples.npz raw samples)
     OUT/figures/*.png
@@ -121,11 +123,18 @@ def main(argv=None) -> int:
     total = time.perf_counter() - t0
     summary["meta"]["total_seconds"] = total
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    gap = "implausible (see summary.md)" if "fit_problems" in n else "n/a"
+    r = n.get("rounds") or {}
+    spread = (
+        f" (rounds spread {100 * r['latency_rel_spread']:.0f} % / "
+        f"{100 * r['bandwidth_rel_spread']:.0f} %)"
+        if r
+        else ""
+    )
     log(
-        f"alpha {format_time(n.get('alpha_s'), gap)}, "
-        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), True, gap)}, "
-        f"n_1/2 {format_bytes(n.get('n_half_bytes'), gap)}, "
+        f"{n.get('headline_label', 'no headline')}: "
+        f"alpha {format_time(n.get('alpha_s'))}, "
+        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), True)}{spread}, "
+        f"n_1/2 {format_bytes(n.get('n_half_bytes'))}, "
         f"breakpoint {format_bytes(n.get('breakpoint_bytes'))}, "
         f"Python/C {format_ratio(n.get('python_over_c_latency'))}, TCP/shm "
         f"{format_ratio(n.get('tcp_over_shm_latency'))}, contention "

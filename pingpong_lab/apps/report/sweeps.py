@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...analysis import headline
 from ...data import results
 from ...data.schema import COL
 from ...mpi import measure
@@ -32,17 +33,25 @@ class Plan:
     contention_ranks: tuple[int, ...]
     contention_range: tuple[int, int]
     contention_target_s: float
+    rounds: int
+    round_min_reps: int
 
     def runs(self, np_: int) -> list[tuple[str, int, SweepSettings]]:
         def sweep(kind, mode, size_range, target_s=self.target_s, **more):
             sizes = measure.message_sizes(*size_range)
             return SweepSettings(kind=kind, mode=mode, sizes=sizes, target_s=target_s, **more)
 
+        def rounds(kind, mode, size_range, **more):
+            """Interleaved rounds: every size in each round, target_s per size and round."""
+            return sweep(
+                kind, mode, size_range, rounds=self.rounds, min_reps=self.round_min_reps, **more
+            )
+
         runs = [
-            ("c_blocking", np_, sweep("c", "blocking", self.main_range)),
-            ("c_nonblocking", np_, sweep("c", "nonblocking", self.main_range)),
-            ("python_blocking", np_, sweep("python", "blocking", self.python_range)),
-            ("python_nonblocking", np_, sweep("python", "nonblocking", self.python_range)),
+            ("c_blocking", np_, rounds("c", "blocking", self.main_range)),
+            ("c_nonblocking", np_, rounds("c", "nonblocking", self.main_range)),
+            ("python_blocking", np_, rounds("python", "blocking", self.python_range)),
+            ("python_nonblocking", np_, rounds("python", "nonblocking", self.python_range)),
             (
                 "variability",
                 np_,
@@ -54,7 +63,7 @@ class Plan:
                     reps=self.variability_reps,
                 ),
             ),
-            ("c_blocking_tcp", np_, sweep("c", "blocking", self.tcp_range, transport="tcp")),
+            ("c_blocking_tcp", np_, rounds("c", "blocking", self.tcp_range, transport="tcp")),
         ]
         for n in self.contention_ranks:
             pairwise = sweep("c", "pairwise", self.contention_range, self.contention_target_s)
@@ -63,7 +72,7 @@ class Plan:
 
 
 FULL = Plan(
-    target_s=0.04,
+    target_s=0.01,
     main_range=(1, 64 * MIB),
     python_range=(1, 16 * MIB),
     tcp_range=(1, 16 * MIB),
@@ -72,6 +81,8 @@ FULL = Plan(
     contention_ranks=(2, 4, 8),
     contention_range=(8, MIB),
     contention_target_s=0.02,
+    rounds=8,
+    round_min_reps=10,
 )
 QUICK = Plan(
     target_s=0.002,
@@ -83,6 +94,8 @@ QUICK = Plan(
     contention_ranks=(2, 4),
     contention_range=(8, 1 * KIB),
     contention_target_s=0.002,
+    rounds=3,
+    round_min_reps=5,
 )
 
 
@@ -134,6 +147,17 @@ class Sweep:
             if int(r[COL.nbytes]) == int(nbytes):
                 return float(r[column])
         return math.nan
+
+    @property
+    def rounds(self) -> int | None:
+        """Interleaved rounds of this sweep (None when it was not measured in rounds)."""
+        return headline.interleaved_rounds(self.info)
+
+    def headline_times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+        """(sizes, times to read the headline from, per-round medians or None, what they are)."""
+        x = self.nbytes
+        t, per_round, what = headline.headline_times(x, self.t, self.samples, self.rounds)
+        return x, t, per_round, what
 
     def table(self) -> dict:
         return {k: self.col(k) for k in (COL.nbytes, COL.t_median_s, COL.ci_lo_s, COL.ci_hi_s)}
