@@ -164,7 +164,8 @@ class Headline:
     PiecewiseFit ("piecewise") or a RegimeFit ("regimes"). ``r2`` is its weighted R^2 over the
     sizes it covers. ``latency_bytes`` and ``bandwidth_bytes`` are the (smallest, largest)
     sizes alpha and beta were read from. ``single`` and ``piecewise`` are the fits that were
-    compared (``piecewise`` is None with fewer than 6 sizes); ``notes`` are sentences worth
+    compared (``piecewise`` is None with fewer than 6 sizes) and ``single_problems`` why the
+    one line is implausible (:func:`model.fit_problems`); ``notes`` are sentences worth
     reading next to the numbers (why the single line was not used, a segment whose intercept is
     not a latency).
     """
@@ -181,6 +182,7 @@ class Headline:
     piecewise: model.PiecewiseFit | None
     weighted: bool = True
     notes: tuple[str, ...] = ()
+    single_problems: tuple[str, ...] = ()
 
     @property
     def bandwidth_Bps(self) -> float:  # noqa: N802 - unit in the name
@@ -325,6 +327,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
                 piecewise=pw,
                 weighted=weighted,
                 notes=tuple(notes),
+                single_problems=tuple(single_problems),
             )
         bad = "lowest segment's alpha" if not pw.lower.alpha_s > 0 else "highest segment's beta"
         unusable = f"; {pw.n_segments} lines fit better ({bic}) but the {bad} is not positive"
@@ -342,6 +345,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
             piecewise=pw,
             weighted=weighted,
             notes=tuple(notes),
+            single_problems=tuple(single_problems),
         )
     reg = _regimes(x, y, weighted)
     if pw is None:
@@ -361,7 +365,12 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
             else "(too few sizes)"
         )
     )
-    if reg.bandwidth_bytes and not reg.beta_s_per_byte > 0:
+    if not reg.bandwidth_bytes:
+        notes.append(
+            "No bandwidth: the sweep has fewer than two sizes above the smallest ones "
+            f"(up to {format_bytes(reg.latency_bytes[1])})."
+        )
+    elif not reg.beta_s_per_byte > 0:
         notes.append(
             "No bandwidth: the time of the largest sizes does not grow with the size (sizes too "
             "small for the transfer to show above the noise)."
@@ -387,6 +396,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
         piecewise=pw,
         weighted=weighted,
         notes=tuple(notes),
+        single_problems=tuple(single_problems),
     )
 
 

@@ -55,9 +55,8 @@ def headline_numbers(read: dict) -> dict:
         "bandwidth_bytes": list(h.bandwidth_bytes) if h.bandwidth_bytes else None,
         "single_r2": h.single.r2,
     }
-    problems = model.fit_problems(h.single)
-    if problems:
-        num["single_line_problems"] = problems
+    if h.single_problems:
+        num["single_line_problems"] = list(h.single_problems)
     if read["per_round"] is not None:
         num["rounds"] = headline.round_spread(h, x, read["per_round"]).as_dict()
     pw = h.piecewise
