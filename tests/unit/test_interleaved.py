@@ -76,6 +76,7 @@ def test_rounds_are_a_setting_of_the_sweep_and_of_the_command_line(monkeypatch, 
 
 def test_the_report_measures_its_main_sweeps_in_rounds():
     plan = {role: s for role, _, s in report.FULL.runs(2)}
-    for role in ("c_blocking", "c_nonblocking", "python_blocking", "c_blocking_tcp"):
+    assert plan["c_blocking"].rounds == report.FULL.headline_rounds >= 8
+    for role in ("c_nonblocking", "python_blocking", "c_blocking_tcp"):
         assert plan[role].rounds == report.FULL.rounds >= 4, role
     assert plan["variability"].rounds is None and plan["contention_2"].rounds is None
