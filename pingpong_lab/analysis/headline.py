@@ -16,9 +16,11 @@ headline is read in the first of these ways that works, and says which and why:
     Neither: alpha from a line through the smallest sizes (up to ``LATENCY_MAX_BYTES``), beta
     from a line through the largest ``BANDWIDTH_SIZES`` sizes, nothing assumed in between.
 
-A piecewise reading is used only when its lowest segment has a positive alpha and its highest a
-positive beta; the highest segment's own alpha may be negative (after a cache cliff the line,
-extended down to 0 bytes, passes below zero) without making its slope wrong.
+A piecewise reading is used only when its lowest segment gives a latency (alpha positive and not
+above every time of its sizes: a line that falls with the size, e.g. through two slow outliers
+at 1 and 2 B, has an intercept above them all) and its highest a positive beta. The highest
+segment's own alpha may be negative (after a cache cliff the line, extended down to 0 bytes,
+passes below zero) without making its slope wrong.
 
 With a sweep measured in interleaved rounds (``pingpong-lab sweep --rounds``), the headline is
 read from each size's fastest round (:func:`fastest_round`: the lowest of the per-round
@@ -91,7 +93,8 @@ class RegimeFit:
     """Hockney's reading from the two ends of a sweep, nothing assumed in between.
 
     ``latency`` is the line through the sizes ``latency_bytes`` (smallest, largest), whose
-    intercept is alpha (the median time of those sizes when the intercept is not positive);
+    intercept is alpha (the median time of those sizes, ``alpha_from="median"``, when the
+    intercept is not positive or above all their times);
     ``bandwidth`` the line through ``bandwidth_bytes``, whose slope is beta (NaN when there are
     not two larger sizes or the slope is not positive). ``predict`` is Hockney's model
     alpha + beta b with these two numbers.
@@ -117,6 +120,16 @@ class RegimeFit:
         return out
 
 
+def _latency_like(alpha: float, times: np.ndarray) -> bool:
+    """Can `alpha` be the latency of sizes with these times? Positive, and not above them all.
+
+    The time of a message is alpha plus its transfer, so alpha lies below the times of its
+    sizes (a flat, noisy regime puts it among them). An intercept above every time comes from a
+    line that falls with the size: a few slow outliers among the smallest sizes, not a latency.
+    """
+    return bool(alpha > 0 and alpha <= float(np.max(times)))
+
+
 def _regime_sizes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Masks of the latency sizes and the bandwidth sizes (see the module's constants)."""
     sizes = np.unique(x)
@@ -137,7 +150,7 @@ def _regimes(x: np.ndarray, y: np.ndarray, weighted: bool) -> RegimeFit:
         med = float(np.median(yl))
         lat = model.LinearFit(med, 0.0, math.nan, yl - med, "median", int(yl.size))
     alpha, alpha_from = lat.alpha_s, "intercept"
-    if not alpha > 0:
+    if not _latency_like(alpha, yl):
         alpha, alpha_from = float(np.median(yl)), "median"
     bw, beta, bw_bytes = None, math.nan, None
     if np.unique(x[bw_mask]).size >= 2:
@@ -230,11 +243,12 @@ class Headline:
             elif self.method == "piecewise":
                 lo, hi = self.breakpoints[0], self.breakpoints[-1]
                 alpha = model.fit_linear(x[x < lo], y[x < lo], self.weighted).alpha_s
+                alpha = alpha if _latency_like(alpha, y[x < lo]) else math.nan
                 beta = model.fit_linear(x[x >= hi], y[x >= hi], self.weighted).beta_s_per_byte
             else:
                 lat = (x >= self.latency_bytes[0]) & (x <= self.latency_bytes[1])
                 f = model.fit_linear(x[lat], y[lat], self.weighted)
-                alpha = f.alpha_s if f.alpha_s > 0 else float(np.median(y[lat]))
+                alpha = f.alpha_s if _latency_like(f.alpha_s, y[lat]) else float(np.median(y[lat]))
                 if self.bandwidth_bytes is not None:
                     big = (x >= self.bandwidth_bytes[0]) & (x <= self.bandwidth_bytes[1])
                     beta = model.fit_linear(x[big], y[big], self.weighted).beta_s_per_byte
@@ -305,7 +319,8 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
     if pw is not None and pw.two_segments_better:
         ranges = _segment_ranges(x, pw)
         bic = f"BIC {pw.bic_one:.0f} -> {pw.bic[pw.n_segments - 1]:.0f}, lower is better"
-        if pw.lower.alpha_s > 0 and pw.upper.beta_s_per_byte > 0:
+        lowest = y[pw.segment_index(x) == 0]
+        if _latency_like(pw.lower.alpha_s, lowest) and pw.upper.beta_s_per_byte > 0:
             if not pw.upper.alpha_s > 0:
                 lo, hi = ranges[-1]
                 notes.append(
@@ -329,8 +344,16 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
                 notes=tuple(notes),
                 single_problems=tuple(single_problems),
             )
-        bad = "lowest segment's alpha" if not pw.lower.alpha_s > 0 else "highest segment's beta"
-        unusable = f"; {pw.n_segments} lines fit better ({bic}) but the {bad} is not positive"
+        if not _latency_like(pw.lower.alpha_s, lowest):
+            bad = (
+                f"the lowest segment ({format_bytes(ranges[0][0])} .. "
+                f"{format_bytes(ranges[0][1])}) gives no latency (alpha = "
+                f"{format_time(pw.lower.alpha_s)}, its times "
+                f"{format_time(lowest.min())} .. {format_time(lowest.max())})"
+            )
+        else:
+            bad = "the highest segment's beta is not positive (no bandwidth)"
+        unusable = f"; {pw.n_segments} lines fit better ({bic}) but {bad}"
     if not single_problems:
         return Headline(
             method="single line",

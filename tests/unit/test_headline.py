@@ -129,6 +129,19 @@ def test_when_nothing_fits_latency_and_bandwidth_come_from_the_two_ends():
     assert [(lo, hi) for lo, hi, _ in pieces] == [(1, 1024), (2 << 20, 16 << 20)]
 
 
+def test_a_lowest_segment_made_of_slow_outliers_gives_no_latency():
+    # 1 B and 2 B hit by other work (3.7x): the best split makes them a segment whose line
+    # falls with the size, so its intercept lies above all its times; the two ends are read
+    t = _step_and_cliff(0)
+    t[:2] *= 3.7
+    pw = model.fit_piecewise(SIZES, t)
+    assert pw.breakpoints[0] == 8 and pw.lower.alpha_s > t[:3].max()
+    h = headline.choose(SIZES, t)
+    assert h.method == "regimes" and "the lowest segment (1 B .. 4 B) gives no latency" in h.why
+    assert h.alpha_s == pytest.approx(A1, rel=0.1)
+    assert h.bandwidth_Bps == pytest.approx(1 / B3, rel=0.05)
+
+
 def test_sizes_too_small_for_a_bandwidth_say_so():
     s = synthetic_sweep(1e-3, 1e-15, sizes=2 ** np.arange(11), noise="gaussian", seed=4, reps=5)
     h = headline.choose(s.nbytes, s.medians)
