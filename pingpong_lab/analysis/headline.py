@@ -357,7 +357,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
     if not single_problems:
         return Headline(
             method="single line",
-            why=f"{line_fits} and two or three lines are not better by BIC",
+            why=line_fits + (unusable or " and two or three lines are not better by BIC"),
             alpha_s=single.alpha_s,
             beta_s_per_byte=single.beta_s_per_byte,
             r2=single.r2,
