@@ -112,3 +112,31 @@ def test_headline_rows_name_the_method_the_numbers_and_their_sizes():
     assert rows["n_1/2 = alpha/beta"] == "12.6 KiB"
     assert rows["latency per round"] == "n/a (not measured in interleaved rounds)"
     assert rows["one line over all sizes"].startswith("R^2 = 1.0000 (not used: R^2 = 1 is below")
+
+
+def test_other_work_beside_the_ranks_is_a_busy_machine_note():
+    from pingpong_lab.apps.report.sweeps import busy_note, machine_load
+
+    quiet = {"running": 0.0, "load": [0.4, 0.5, 0.6]}
+    busy = {"running": 2.0, "load": [3.5, 2.0, 1.0]}
+    assert busy_note(quiet, quiet, ranks=2, cores=2) is None
+    assert busy_note(quiet, quiet, ranks=2, cores=4) is None
+    note = busy_note(quiet, busy, ranks=2, cores=2)
+    assert note.startswith("BUSY MACHINE: 2 other process(es) were running beside the 2 ranks")
+    assert "1-minute load before 0.40, after 3.50" in note
+    assert busy_note({}, {}, ranks=2, cores=2) is None  # no /proc/loadavg: nothing to say
+    now = machine_load(samples=2, interval_s=0.0)
+    assert now == {} or (now["running"] >= 0 and len(now["load"]) == 3)
+
+
+def test_the_busy_note_leads_the_headline_notes(tmp_path):
+    sweep = synthetic_sweep(ALPHA, BETA, noise="gaussian", reps=30)
+    (tmp_path / "data").mkdir()
+    path = write_sweep_csv(sweep, tmp_path / "data" / "c_blocking.csv")
+    sweeps = {"c_blocking": report.load_sweep(path)}
+    meta = {"mode": "test", "busy": "BUSY MACHINE: test", "machine_load": {"before": {
+        "running": 2.0, "load": [2.5, 1.0, 1.0]}}}  # fmt: skip
+    report.write_report(sweeps, tmp_path, meta)
+    md = (tmp_path / "summary.md").read_text()
+    assert md.index("BUSY MACHINE: test") < md.index("| method (C blocking)")
+    assert "before measuring 2 other process(es) running, 1-minute load 2.50" in md

@@ -32,10 +32,21 @@ from pathlib import Path
 
 from ...analysis.formatting import format_bandwidth, format_bytes, format_ratio, format_time
 from ...data.jsonable import jsonable
+from ...mpi.environment import cpu_count
 from .figures import figures
 from .numbers import analyse
 from .pages import sections, to_html, to_markdown
-from .sweeps import FULL, QUICK, Sweep, discover, load_sweep, log, measure_all
+from .sweeps import (
+    FULL,
+    QUICK,
+    Sweep,
+    busy_note,
+    discover,
+    load_sweep,
+    log,
+    machine_load,
+    measure_all,
+)
 
 __all__ = ["FULL", "QUICK", "Sweep", "discover", "load_sweep", "measure_all", "main"]
 
@@ -45,6 +56,8 @@ def write_report(sweeps, out: Path, meta: dict) -> dict:
         raise ValueError("no sweep CSVs to analyse")
     log("fitting and summarising")
     analysis = analyse(sweeps)
+    if meta.get("busy"):
+        analysis["notes"].insert(0, meta["busy"])
     log("drawing figures")
     figs = figures(sweeps, analysis, out / "figures")
     title = "MPI ping-pong report"
@@ -99,11 +112,13 @@ def main(argv=None) -> int:
         if data.exists():
             shutil.rmtree(data)  # a report describes one run
         out.mkdir(parents=True, exist_ok=True)
+        load_before = machine_load()
         try:
             times = measure_all(data, a.np, a.quick)
         except KeyboardInterrupt:
             print("report: interrupted; the MPI job was stopped", file=sys.stderr)
             return 130
+        load_after = machine_load()
         sweeps = discover(data)
         if not sweeps:
             print("report: error: every sweep failed; nothing to report", file=sys.stderr)
@@ -113,7 +128,12 @@ def main(argv=None) -> int:
             "ranks": a.np,
             "sweep_seconds": times,
             "timing": f"Measuring took {sum(times.values()):.0f} s.",
+            "machine_load": {"before": load_before, "after": load_after},
         }
+        busy = busy_note(load_before, load_after, a.np, cpu_count())
+        if busy:
+            meta["busy"] = busy
+            log(busy)
     try:
         summary = write_report(sweeps, out, meta)
     except ValueError as exc:

@@ -16,6 +16,19 @@ from ...analysis.formatting import (
 from .numbers import SMALL_MAX
 
 
+def _load_text(meta: dict) -> str:
+    """' Other work: ...' from the report's machine_load (empty when it was not recorded)."""
+    parts = []
+    for when in ("before", "after"):
+        d = meta.get("machine_load", {}).get(when) or {}
+        if d:
+            parts.append(
+                f"{when} measuring {d['running']:g} other process(es) running, 1-minute load "
+                f"{d['load'][0]:.2f}"
+            )
+    return (" Other work on the machine: " + "; ".join(parts) + ".") if parts else ""
+
+
 def _range(pair) -> str:
     return f"{format_bytes(pair[0])} .. {format_bytes(pair[1])}" if pair else "n/a"
 
@@ -90,7 +103,7 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
                 f"{prov.get('mpi_library_path') or '?'}); mpi4py "
                 f"{prov.get('mpi4py_version', '?')}; Python {prov.get('python', '?')}; hosts: "
                 f"{', '.join(prov.get('hosts', [])) or '?'}; platform {prov.get('platform', '?')}.",
-                f"Mode: {meta['mode']}. {meta.get('timing', '')}",
+                f"Mode: {meta['mode']}. {meta.get('timing', '')}" + _load_text(meta),
                 "Times are one-way (half a round trip), the per-iteration maximum over ranks, "
                 "summarised by the median; every CSV has a .csv.json provenance sidecar and a "
                 ".samples.npz file with every sample.",

@@ -109,6 +109,44 @@ QUICK = Plan(
 )
 
 
+def machine_load(samples: int = 10, interval_s: float = 0.05) -> dict:
+    """Other work on this machine now: {"running": runnable processes besides this one (median of
+    a few /proc/loadavg snapshots), "load": the 1, 5 and 15 minute load averages}; {} where
+    there is no /proc/loadavg."""
+    counts, load = [], None
+    for k in range(int(samples)):
+        try:
+            fields = Path("/proc/loadavg").read_text().split()
+        except OSError:
+            return {}
+        load = [float(v) for v in fields[:3]]
+        counts.append(int(fields[3].split("/")[0]) - 1)  # this process is running, reading it
+        if k + 1 < samples:
+            time.sleep(interval_s)
+    return {"running": float(np.median(counts)), "load": load}
+
+
+def busy_note(before: dict, after: dict, ranks: int, cores: int) -> str | None:
+    """A report note when other work shared the cores with the ranks (None when it did not).
+
+    Other runnable processes are counted just before and just after measuring (the report's own
+    ranks are not running then); when they and the ranks are more than the cores, the ranks
+    took turns with them and every number describes a busy machine, however it is read.
+    """
+    other = max(before.get("running", 0.0), after.get("running", 0.0))
+    if other + ranks <= cores:
+        return None
+    loads = ", ".join(
+        f"{k} {d['load'][0]:.2f}" for k, d in (("before", before), ("after", after)) if d
+    )
+    return (
+        f"BUSY MACHINE: {other:g} other process(es) were running beside the {ranks} ranks on "
+        f"{cores} cores (1-minute load {loads}): the ranks took turns with them, so latency and "
+        "bandwidth are those of a busy machine (compare the spread between rounds); measure "
+        "again when it is idle."
+    )
+
+
 def log(message: str) -> None:
     echo(f"[report {time.strftime('%H:%M:%S')}] {message}")
 
