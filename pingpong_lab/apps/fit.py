@@ -10,7 +10,7 @@ bandwidth, R^2, n_1/2) is always printed with the line that says how it was read
 (``analysis.headline``: the piecewise segments when two or three lines are better than one by
 BIC, one line when it fits, otherwise latency from the smallest sizes and bandwidth from the
 largest, Hockney's reading); for a sweep measured in interleaved rounds (``sweep --rounds``,
-with its sidecar and samples file) it is read from each size's fastest round and the spread
+with its sidecar and samples file) it is read from each size's lower-quartile round and the spread
 between rounds follows. An implausible single-line fit (``analysis.model.fit_problems``: alpha
 or beta not positive, R^2 below ``model.MIN_R2``) is printed under a warning that says why, for
 diagnosis only; ``--json`` carries it at the top level with ``plausible`` and ``problems``, the
@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--column",
         help=f"time column to fit (default: {COL.t_median_s}, or for a sweep measured in "
-        "interleaved rounds with its samples file, each size's fastest round)",
+        "interleaved rounds with its samples file, each size's lower-quartile round)",
     )
     p.add_argument(
         "--ols", action="store_true", help="plain least squares instead of relative-error weights"
@@ -169,7 +169,7 @@ def _times(args) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
     """(sizes, times, per-round medians or None, what the times are) of the CSV.
 
     With no --column and a sweep measured in interleaved rounds (its sidecar and raw samples
-    next to it), each size's fastest round, as `pingpong-lab report` reads it.
+    next to it), each size's lower quartile of its rounds, as `pingpong-lab report` reads it.
     """
     column = args.column or COL.t_median_s
     nbytes, t = model.load_sweep_csv(args.csv, column=column)

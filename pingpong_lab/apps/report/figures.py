@@ -61,7 +61,7 @@ def _headline_points(ax, read: dict, quantity: str = "time") -> None:
         return
     x, t = np.asarray(read["x"], dtype=float), np.asarray(read["t"], dtype=float)
     y = t * 1e6 if quantity == "time" else x / t / GIB
-    ax.plot(x, y, "x", color="black", markersize=5, label="fastest round (headline)")
+    ax.plot(x, y, "x", color="black", markersize=5, label="lower-quartile round (headline)")
 
 
 def model_plot(h: headline.Headline, read: dict):

@@ -27,7 +27,7 @@ class Plan:
     The main sweeps run in interleaved rounds (`rounds`, and `headline_rounds` for the C
     blocking sweep the headline is read from): each round runs every size once for about
     target_s (at least round_min_reps repetitions), so that a busy spell of the machine falls on
-    a few rounds of many sizes and the headline can be read from each size's fastest round.
+    a few rounds of many sizes and the headline can be read from each size's quieter rounds.
     Large messages need more rounds than small ones: one 64 MiB round trip lasts longer than a
     scheduler time slice, so most of its repetitions in a round are hit while any other process
     runs, and only a round at a quiet moment shows the machine's bandwidth.
