@@ -22,6 +22,7 @@ from . import stats
 
 __all__ = [
     "GIB",
+    "MAX_SEGMENTS",
     "MIN_R2",
     "FitCI",
     "LinearFit",
@@ -254,38 +255,86 @@ def bootstrap_ci(
 
 @dataclass(frozen=True)
 class PiecewiseFit:
-    """Two straight lines split at ``breakpoint_bytes`` (the first size of the upper segment).
+    """Straight lines split at breakpoints (each the first size of the segment above it).
 
-    ``single`` is the one-line fit of all points. ``two_segments_better`` compares the two
-    models by BIC on relative residuals (see :func:`fit_piecewise`). ``lower`` covers sizes
-    below the breakpoint, ``upper`` sizes from it on.
+    ``segments`` are the lines from the smallest sizes up, ``breakpoints`` the sizes where the
+    next line takes over (one fewer). ``n_segments`` is how many lines the data support by BIC
+    on relative residuals (see :func:`fit_piecewise`): 1 when one line is enough, and then the
+    fit still holds the best two-line split, so that the best breakpoint can be read. ``bic``
+    holds the BIC of the best fit with 1, 2, ... lines (inf where too few sizes). ``single`` is
+    the one-line fit of all points.
+
+    ``lower``/``upper`` are the first and last segments and ``breakpoint_bytes`` the first
+    breakpoint (in a shared-memory sweep the eager/rendezvous switch; a cache cliff comes
+    later). ``two_segments_better`` is True when more than one line is better than one.
     """
 
-    breakpoint_bytes: int
-    lower: LinearFit
-    upper: LinearFit
+    breakpoints: tuple[int, ...]
+    segments: tuple[LinearFit, ...]
     single: LinearFit
-    bic_one: float
-    bic_two: float
-    two_segments_better: bool
+    bic: tuple[float, ...]
+    n_segments: int
     criterion: str = "BIC on relative residuals"
 
-    def predict(self, nbytes) -> np.ndarray:
-        """Model time in seconds: lower line below the breakpoint, upper line from it on."""
+    @property
+    def breakpoint_bytes(self) -> int:
+        """The first breakpoint: the smallest size of the second segment."""
+        return self.breakpoints[0]
+
+    @property
+    def lower(self) -> LinearFit:
+        """The segment of the smallest sizes."""
+        return self.segments[0]
+
+    @property
+    def upper(self) -> LinearFit:
+        """The segment of the largest sizes."""
+        return self.segments[-1]
+
+    @property
+    def bic_one(self) -> float:
+        """BIC of one line."""
+        return self.bic[0]
+
+    @property
+    def bic_two(self) -> float:
+        """BIC of the best two-line split."""
+        return self.bic[1]
+
+    @property
+    def two_segments_better(self) -> bool:
+        """True when more than one line is better than one (by ``min_bic_gain``)."""
+        return self.n_segments > 1
+
+    def segment_index(self, nbytes) -> np.ndarray:
+        """Which segment (0, 1, ...) each size belongs to."""
         b = np.asarray(nbytes, dtype=float)
-        return np.where(b < self.breakpoint_bytes, self.lower.predict(b), self.upper.predict(b))
+        return np.searchsorted(np.asarray(self.breakpoints, dtype=float), b, side="right")
+
+    def predict(self, nbytes) -> np.ndarray:
+        """Model time in seconds: each size on the line of its segment."""
+        b = np.asarray(nbytes, dtype=float)
+        idx = self.segment_index(b)
+        out = np.empty_like(b)
+        for k, seg in enumerate(self.segments):
+            out = np.where(idx == k, seg.predict(b), out)
+        return out
 
     def as_dict(self) -> dict:
         """Scalar results as a plain dict."""
         return {
             "breakpoint_bytes": self.breakpoint_bytes,
+            "breakpoints_bytes": list(self.breakpoints),
+            "n_segments": self.n_segments,
             "two_segments_better": self.two_segments_better,
             "criterion": self.criterion,
             "bic_one": self.bic_one,
             "bic_two": self.bic_two,
+            "bic": list(self.bic),
             "single": self.single.as_dict(),
             "lower": self.lower.as_dict(),
             "upper": self.upper.as_dict(),
+            "segments": [s.as_dict() for s in self.segments],
         }
 
 
@@ -295,6 +344,10 @@ def _bic(rel_resid: np.ndarray, n_params: int, noise_floor: float) -> float:
     return n * math.log(mse) + n_params * math.log(n)
 
 
+MAX_SEGMENTS = 3
+"""Lines :func:`fit_piecewise` tries at most: a protocol step and a cache cliff need three."""
+
+
 def fit_piecewise(
     nbytes,
     t,
@@ -302,26 +355,36 @@ def fit_piecewise(
     min_points: int = 3,
     noise_floor: float = 1e-6,
     min_bic_gain: float = 10.0,
+    max_segments: int = MAX_SEGMENTS,
 ) -> PiecewiseFit:
-    """Fit two lines split at a breakpoint chosen among the measured sizes.
+    """Fit one, two or three lines split at breakpoints chosen among the measured sizes.
 
-    Points are sorted by size; every split that leaves at least ``min_points`` distinct-size
-    points on each side is tried, each side is fitted with :func:`fit_linear`, and the split
-    with the smallest total squared residual (relative when ``weighted``) wins. The breakpoint
-    is the smallest size of the upper segment, so it is exact to one size step: an MPI
-    protocol switch (eager -> rendezvous) lies between it and the size below.
+    Points are sorted by size; every split that leaves at least ``min_points`` distinct sizes
+    in each segment is tried, each segment is fitted with :func:`fit_linear`, and for each
+    number of lines the split with the smallest total squared residual (relative when
+    ``weighted``) wins. A breakpoint is the smallest size of the segment above it, so it is
+    exact to one size step: an MPI protocol switch (eager -> rendezvous) lies between it and the
+    size below.
 
-    Two segments must earn their three extra parameters (a second alpha and beta, plus the
-    breakpoint). The decision uses the Bayesian information criterion on relative residuals
+    More lines must earn their parameters (each adds an alpha, a beta and a breakpoint). The
+    decision uses the Bayesian information criterion on relative residuals
     r_i = (t_i - T(b_i)) / t_i, which approximate log-residuals but stay defined when a
-    prediction is negative: BIC = n ln(mean(r^2)) + k ln(n) with k = 2 for one line and k = 5
-    for two; lower is better. Because the breakpoint is the best of many candidates, the
-    search itself finds spurious improvements in pure noise, so two segments are declared
-    better only when they lower the BIC by more than ``min_bic_gain`` (default 10, "very
-    strong" evidence on the usual BIC scale; on single-line synthetic sweeps with 5 % noise
-    fewer than 2 % of seeds pass it). ``noise_floor`` bounds the RMS relative residual from below
-    (timers do not resolve 1 ppm), so that noise-free data do not favour extra parameters
-    through rounding errors.
+    prediction is negative: BIC = n ln(mean(r^2)) + k ln(n) with k = 3 m - 1 for m lines;
+    lower is better. Because the breakpoints are the best of many candidates, the search itself
+    finds spurious improvements in pure noise, so m lines replace the fewer lines chosen so far
+    only when they lower the BIC by more than ``min_bic_gain`` (default 10, "very strong"
+    evidence on the usual BIC scale; on straight-line synthetic sweeps of 27 sizes with 5 %
+    noise per sample, 0.5-2 % of 200 seeds pass it). ``noise_floor`` bounds the RMS relative
+    residual from below (timers do not resolve 1 ppm), so that noise-free data do not favour
+    extra parameters through rounding errors.
+
+    Why three lines (``max_segments``, 2 or 3): a shared-memory sweep over 1 B .. 64 MiB has
+    two changes, the eager/rendezvous step (8 KiB on MPICH) and a cache cliff (above 4 MiB).
+    BIC's mean(r^2) is the noise level of the model: two lines can absorb only one change, so
+    the other change's misfit stays in their residuals as if it were noise, and the real gain
+    of the second line is hidden (one line R^2 ~0.87: n ln(MSE1/MSE2) ~ 11-19, below the
+    penalty 3 ln n ~ 9.9 plus the margin), although either change alone gains 80-170. With a
+    third line both changes are modelled and three lines are compared with one directly.
     """
     x, y = _xy(nbytes, t)
     order = np.argsort(x, kind="stable")
@@ -329,38 +392,72 @@ def fit_piecewise(
     min_points = int(min_points)
     if min_points < 2:
         raise ValueError(f"min_points must be at least 2, got {min_points}")
+    if int(max_segments) not in (2, 3):
+        raise ValueError(f"max_segments must be 2 or 3, got {max_segments}")
+    n = x.size
+    # cumulative count of distinct sizes: segment [i, j) has distinct[j] - distinct[i] sizes
+    distinct = np.concatenate([[0], np.cumsum(np.r_[True, x[1:] != x[:-1]])])
     # candidate splits only between different sizes
-    splits = [k for k in range(1, x.size) if x[k] != x[k - 1]]
-    splits = [
-        k
-        for k in splits
-        if np.unique(x[:k]).size >= min_points and np.unique(x[k:]).size >= min_points
-    ]
-    if not splits:
+    splits = [k for k in range(1, n) if x[k] != x[k - 1]]
+
+    def enough(i, j):
+        return distinct[j] - distinct[i] >= min_points
+
+    pairs = [(k,) for k in splits if enough(0, k) and enough(k, n)]
+    if not pairs:
         raise ValueError(
             f"piecewise fit needs at least {2 * min_points} distinct sizes "
             f"({min_points} per segment), got {np.unique(x).size}"
         )
-    best = None
-    for k in splits:
-        lo = fit_linear(x[:k], y[:k], weighted)
-        hi = fit_linear(x[k:], y[k:], weighted)
-        resid = np.concatenate([lo.residuals, hi.residuals])
-        cost = float(np.sum((resid / y) ** 2 if weighted else resid**2))
-        if best is None or cost < best[0]:
-            best = (cost, k, lo, hi, resid)
-    _, k, lo, hi, resid = best
+    cache: dict[tuple[int, int], tuple[float, LinearFit]] = {}
+
+    def segment(i, j):
+        if (i, j) not in cache:
+            f = fit_linear(x[i:j], y[i:j], weighted)
+            r = f.residuals / y[i:j] if weighted else f.residuals
+            cache[i, j] = (float(np.sum(r**2)), f)
+        return cache[i, j]
+
+    def best(cuts_list):
+        found = None
+        for cuts in cuts_list:
+            bounds = (0, *cuts, n)
+            parts = [segment(i, j) for i, j in zip(bounds[:-1], bounds[1:], strict=True)]
+            cost = sum(c for c, _ in parts)
+            if found is None or cost < found[0]:
+                found = (cost, cuts, tuple(f for _, f in parts))
+        return found
+
     single = fit_linear(x, y, weighted)
-    bic_one = _bic(single.residuals / y, 2, noise_floor)
-    bic_two = _bic(resid / y, 5, noise_floor)
+    fits = {1: ((), (single,)), 2: best(pairs)[1:]}
+    if int(max_segments) >= 3:
+        triples = [
+            (k1, k2)
+            for k1 in splits
+            for k2 in splits
+            if k1 < k2 and enough(0, k1) and enough(k1, k2) and enough(k2, n)
+        ]
+        if triples:
+            fits[3] = best(triples)[1:]
+    bic = []
+    for m in range(1, int(max_segments) + 1):
+        if m not in fits:
+            bic.append(math.inf)
+            continue
+        resid = np.concatenate([f.residuals for f in fits[m][1]])
+        bic.append(_bic(resid / y, 3 * m - 1, noise_floor))
+    chosen = 1
+    for m in range(2, len(bic) + 1):
+        if bic[chosen - 1] - bic[m - 1] > float(min_bic_gain):
+            chosen = m
+    cuts, segments = fits[max(2, chosen)]
     return PiecewiseFit(
-        breakpoint_bytes=int(x[k]),
-        lower=lo,
-        upper=hi,
+        breakpoints=tuple(int(x[k]) for k in cuts),
+        segments=segments,
         single=single,
-        bic_one=bic_one,
-        bic_two=bic_two,
-        two_segments_better=bool(bic_one - bic_two > float(min_bic_gain)),
+        bic=tuple(float(b) for b in bic),
+        n_segments=chosen,
+        criterion=f"BIC on relative residuals, 1 to {int(max_segments)} lines",
     )
 
 
@@ -397,9 +494,10 @@ def fit_problems(fit, min_r2: float = MIN_R2) -> list[str]:
 
     `fit` is a :class:`LinearFit` or a :class:`PiecewiseFit`. A line is implausible when
     alpha <= 0 (an empty message takes time), beta <= 0 (a larger message cannot be faster:
-    no bandwidth) or R^2 < ``min_r2``. A piecewise fit is implausible when either segment's
-    alpha or beta is; a segment's R^2 is not judged, because a latency-dominated segment is
-    nearly flat and a flat line explains little of a flat segment's noise even when it is right.
+    no bandwidth) or R^2 < ``min_r2``. A piecewise fit is implausible when any segment's
+    alpha or beta is (named "lower", "middle" or "upper" segment); a segment's R^2 is not
+    judged, because a latency-dominated segment is nearly flat and a flat line explains little
+    of a flat segment's noise even when it is right.
 
     Why 0.9: the weighted R^2 of a synthetic sweep over 1 B .. 16 MiB is above 0.995 in every
     one of 20 seeds with 5 % or 20 % noise per sample or with heavy-tailed spikes, because the
@@ -410,7 +508,12 @@ def fit_problems(fit, min_r2: float = MIN_R2) -> list[str]:
     sentence saying what is wrong and why.
     """
     if isinstance(fit, PiecewiseFit):
-        return _line_problems(fit.lower, "lower") + _line_problems(fit.upper, "upper")
+        names = ["lower", *["middle"] * (len(fit.segments) - 2), "upper"]
+        return [
+            p
+            for seg, name in zip(fit.segments, names, strict=True)
+            for p in _line_problems(seg, name)
+        ]
     if not isinstance(fit, LinearFit):
         raise TypeError(f"fit_problems needs a LinearFit or PiecewiseFit, got {type(fit).__name__}")
     problems = _line_problems(fit)

@@ -138,16 +138,17 @@ def _size_axes(ax: Axes, ylabel: str, logy: bool = True, legend: bool = True) ->
 
 
 def _drawn_model(model):
-    """The model to draw: a piecewise fit whose two segments are not better is one line."""
+    """The model to draw: a piecewise fit whose segments are not better is one line."""
     if getattr(model, "two_segments_better", True) is False:
         return model.single
     return model
 
 
 def _fit_label(fit) -> str:
-    bp = getattr(fit, "breakpoint_bytes", None)
-    if bp is not None:
-        return f"piecewise fit, break at {format_bytes(bp)}"
+    bps = getattr(fit, "breakpoints", None)
+    if bps:
+        where = ", ".join(format_bytes(b) for b in bps)
+        return f"piecewise fit, break{'s' if len(bps) > 1 else ''} at {where}"
     alpha = getattr(fit, "alpha_s", None)
     beta = getattr(fit, "beta_s_per_byte", None)
     if alpha is None or beta is None:
@@ -170,8 +171,8 @@ def add_model_line(
 
     ``model`` is a fit with ``predict`` (LinearFit, PiecewiseFit) or a pair (alpha_s,
     beta_s_per_byte), e.g. a literature value. ``quantity`` is ``"time"`` or ``"bandwidth"``.
-    A piecewise fit is drawn with its break only when its two segments are better than one
-    line (``two_segments_better``); otherwise its single-line fit is drawn.
+    A piecewise fit is drawn with its breaks only when its segments are better than one line
+    (``two_segments_better``); otherwise its single-line fit is drawn.
     """
     model = _drawn_model(model)
     if hasattr(model, "predict"):
@@ -191,9 +192,10 @@ def add_model_line(
         raise ValueError(f"nbytes_range must be increasing positive sizes, got {nbytes_range}")
     if quantity not in ("time", "bandwidth"):
         raise ValueError(f"quantity must be 'time' or 'bandwidth', got {quantity!r}")
-    # A piecewise model is drawn as two separate pieces: no line across the jump.
-    bp = getattr(model, "breakpoint_bytes", None)
-    pieces = [(lo, hi)] if bp is None or not lo < bp <= hi else [(lo, bp * 0.999), (bp, hi)]
+    # A piecewise model is drawn as separate pieces: no line across a jump.
+    cuts = [float(b) for b in getattr(model, "breakpoints", ()) if lo < b <= hi]
+    starts, ends = [lo, *cuts], [c * 0.999 for c in cuts] + [hi]
+    pieces = list(zip(starts, ends, strict=True))
     kwargs.setdefault("linestyle", "-")
     kwargs.setdefault("linewidth", 1.2)
     for k, (a, z) in enumerate(pieces):

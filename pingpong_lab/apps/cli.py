@@ -1,7 +1,7 @@
 """`pingpong-lab`: measure and analyse MPI ping-pong from the command line (no Jupyter).
 
     pingpong-lab sweep --np 2 --kernel c --mode blocking --min-bytes 1 --max-bytes 67108864 \\
-        --out results.csv [--link rate=1gbit]                # --link: root, emulated network
+        --out results.csv [--rounds 8] [--link rate=1gbit]   # --link: root, emulated network
     pingpong-lab fit results.csv [--piecewise] [--json] [--ols]
     pingpong-lab report [--np 2] [--out report] [--quick]     # measure everything, one folder
     pingpong-lab bench [--np 2] [--out bench-results]         # are our numbers fair? (peers)
@@ -64,7 +64,16 @@ def sweep_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", type=_size, default=64 << 20)
     p.add_argument("--out", default="results.csv", help="CSV file (+ .json and .samples.npz)")
     p.add_argument(
-        "--reps", type=_positive_int, help="fixed repetitions, one round (default: adaptive)"
+        "--reps",
+        type=_positive_int,
+        help="fixed repetitions, one round (default: adaptive); with --rounds: per round",
+    )
+    p.add_argument(
+        "--rounds",
+        type=_positive_int,
+        help="measure in this many interleaved rounds, each running every size once (about "
+        "--target-time per size and round); steadier numbers on a busy machine, and the "
+        "spread between rounds (--ci and --budget are then not used)",
     )
     for flag, default, text in (
         (
@@ -133,6 +142,7 @@ def run_sweep(argv) -> int:
             mode=a.mode,
             sizes=measure.message_sizes(a.min_bytes, a.max_bytes),
             reps=a.reps,
+            rounds=a.rounds,
             target_s=a.target_time,
             rel_ci=a.ci,
             budget_s=a.budget,

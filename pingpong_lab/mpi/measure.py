@@ -33,6 +33,7 @@ __all__ = [
     "SweepSettings",
     "gather_one_way",
     "get_kernel",
+    "interleaved_rows",
     "measure_size",
     "message_sizes",
     "one_way_tick",
@@ -230,16 +231,19 @@ def measure_size(comm, kernel, nbytes, settings: SweepSettings, resolution_s=1e-
     return row, everything
 
 
-def sweep_rows(settings: SweepSettings, comm=None, progress=None):
+def sweep_rows(settings: SweepSettings, comm=None, progress=None, on_round=None):
     """Measure every size of `settings`; on rank 0 (rows, raw), on other ranks None.
 
     rows: one data.schema.SweepRow per size; raw[nbytes] = one-way seconds (ranks x reps).
-    Each size is measured as measure_size says. `progress(index, total, row, seconds)` is
-    called on rank 0 after each size.
+    Each size is measured as measure_size says, or, with settings.rounds, in interleaved
+    rounds (see interleaved_rows). `progress(index, total, row, seconds)` is called on rank 0
+    after each size; `on_round(index, total, seconds)` after each interleaved round.
     """
     comm = comm if comm is not None else _mpi().COMM_WORLD
     kernel = get_kernel(settings.kind, settings.mode, settings.library)
     resolution = timer_resolution(comm)
+    if settings.rounds is not None:
+        return interleaved_rows(settings, comm, kernel, resolution, progress, on_round)
     rows: list[SweepRow] = []
     raw = {}
     for index, nbytes in enumerate(settings.sizes):
@@ -252,6 +256,68 @@ def sweep_rows(settings: SweepSettings, comm=None, progress=None):
                 progress(index, len(settings.sizes), row, time.perf_counter() - start)
     if comm.Get_rank() != 0:
         return None
+    return rows, raw
+
+
+def interleaved_rows(
+    settings: SweepSettings, comm, kernel, resolution_s=1e-9, progress=None, on_round=None
+):
+    """Measure every size in settings.rounds interleaved rounds; on rank 0 (rows, raw).
+
+    Repetitions and batch are planned per size first (plan: settings.reps, or a round of
+    about settings.target_s). Then each round runs every size once with its own warm-up,
+    ascending in even rounds and descending in odd ones, so that a burst of load on a busy
+    machine falls on a few rounds of many sizes rather than on all repetitions of one size,
+    and drift does not follow the size. raw[nbytes] holds the rounds one after the other
+    (ranks x rounds*reps), so round k is the k-th of `rounds` equal blocks of columns. Rows say
+    rounds = settings.rounds and stop_reason "fixed". Rank 0 calls `on_round(index, total,
+    seconds)` after each round and `progress(index, total, row, seconds)` for each size at the
+    end (seconds spent on that size over all rounds).
+    """
+    sizes = settings.sizes
+    options = settings.kernel_options
+    plans = []
+    for nbytes in sizes:
+        reps, batch = plan(comm, kernel, nbytes, settings, resolution_s)
+        plans.append((settings.reps if settings.reps is not None else reps, batch))
+    rank0 = comm.Get_rank() == 0
+    collected: list[list] = [[] for _ in sizes]
+    spent = [0.0] * len(sizes)
+    for r in range(settings.rounds):
+        round_start = time.perf_counter()
+        order = range(len(sizes)) if r % 2 == 0 else range(len(sizes) - 1, -1, -1)
+        for i in order:
+            n, batch = plans[i]
+            start = time.perf_counter()
+            samples = run_agreed(comm, kernel, sizes[i], warmup_for(n), n, batch=batch, **options)
+            one_way = gather_one_way(comm, samples)
+            spent[i] += time.perf_counter() - start
+            if rank0:
+                collected[i].append(one_way)
+        if rank0 and on_round is not None:
+            on_round(r, settings.rounds, time.perf_counter() - round_start)
+    if not rank0:
+        return None
+    rows: list[SweepRow] = []
+    raw = {}
+    for i, nbytes in enumerate(sizes):
+        n, batch = plans[i]
+        everything = np.hstack(collected[i])
+        row = stats.summary_row(
+            nbytes,
+            everything.shape[1],
+            warmup_for(n),
+            stats.max_across_ranks(everything),
+            tick_s=one_way_tick(resolution_s, batch),
+            batch=batch,
+            rounds=settings.rounds,
+            stop_reason="fixed",
+            timer_resolution_s=resolution_s,
+        )
+        rows.append(row)
+        raw[nbytes] = everything
+        if progress is not None:
+            progress(i, len(sizes), row, spent[i])
     return rows, raw
 
 
@@ -280,9 +346,10 @@ def sweep(kind: str, mode: str, sizes, *, comm=None, progress=None, **settings):
 
 
 # -- the sweep job (`pingpong-lab sweep` under mpiexec) ----------------------------------------
-def _print_progress(index, total, row: SweepRow, seconds):
+def _print_progress(index, total, row: SweepRow, seconds, counter: bool = True):
     print(
-        f"[{index + 1:>2}/{total}] {row.nbytes:>10} B  median {row.t_median_s * 1e6:10.2f} us"
+        (f"[{index + 1:>2}/{total}]" if counter else " " * (2 * len(str(total)) + 3))
+        + f" {row.nbytes:>10} B  median {row.t_median_s * 1e6:10.2f} us"
         f" +/-{row.ci_rel_halfwidth * 100:5.2f}%  min {row.t_min_s * 1e6:10.2f} us"
         f"  reps {row.reps:>6} x{row.batch}  {row.stop_reason:<6} ({seconds:.2f} s)",
         flush=True,
@@ -302,7 +369,21 @@ def sweep_job(spec: dict, comm) -> int:
         if not out_path:
             raise ValueError("the sweep job needs 'out', the CSV file to write")
         settings = SweepSettings.from_dict(spec)
-        out = sweep_rows(settings, comm=comm, progress=_print_progress)
+        interleaved = settings.rounds is not None
+        if interleaved:  # "[k/n]" counts rounds; the sizes follow at the end
+
+            def progress(index, total, row, seconds):
+                _print_progress(index, total, row, seconds, counter=False)
+
+            def on_round(index, total, seconds):
+                n = len(settings.sizes)
+                print(f"[{index + 1:>2}/{total}] round: {n} sizes in {seconds:.2f} s", flush=True)
+
+            out = sweep_rows(settings, comm=comm, progress=progress, on_round=on_round)
+            precision = {"rounds": settings.rounds, "target_s_per_round": settings.target_s}
+        else:
+            out = sweep_rows(settings, comm=comm, progress=_print_progress)
+            precision = {"rel_ci": settings.rel_ci, "budget_s_per_size": settings.budget_s}
         info = environment.provenance(
             comm,
             kernel=settings.kind,
@@ -310,7 +391,8 @@ def sweep_job(spec: dict, comm) -> int:
             sizes=list(settings.sizes),
             buffers="shared" if settings.shared_buffer else "separate",
             launcher="mpiexec",
-            precision={"rel_ci": settings.rel_ci, "budget_s_per_size": settings.budget_s},
+            precision=precision,
+            interleaved=interleaved,
             transport=settings.transport,
             settings=settings.to_dict(),
         )
@@ -318,8 +400,13 @@ def sweep_job(spec: dict, comm) -> int:
             rows, raw = out
             info["repetitions"] = {str(r.nbytes): r.reps for r in rows}
             info["stop_reasons"] = {str(r.nbytes): r.stop_reason for r in rows}
-            met = sum(r.stop_reason in ("ci", "fixed") for r in rows)
-            print(f"precision target met at {met} of {len(rows)} sizes", flush=True)
+            if interleaved:
+                info["rounds"] = settings.rounds
+                info["round_order"] = "ascending sizes in even rounds, descending in odd ones"
+                print(f"measured in {settings.rounds} interleaved rounds", flush=True)
+            else:
+                met = sum(r.stop_reason in ("ci", "fixed") for r in rows)
+                print(f"precision target met at {met} of {len(rows)} sizes", flush=True)
             results.write_results(out_path, rows, info, raw)
             print(f"wrote {out_path} ({len(rows)} sizes)", flush=True)
         return 0

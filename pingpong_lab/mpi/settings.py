@@ -40,7 +40,10 @@ class SweepSettings:
     round trips per timed sample (None: chosen from the timer's resolution). shared_buffer:
     one buffer per rank (the answering rank echoes what it received). library: the C kernel
     library (None: the default build). transport: a key of TRANSPORTS (set by the launcher,
-    recorded with the results).
+    recorded with the results). rounds: measure in this many interleaved rounds instead (each
+    round runs every size once, in alternating order, reps or a calibrated target_s per size
+    and round; rel_ci and budget_s are then not used): load on a busy machine spreads over all
+    sizes instead of spoiling a few, and the rounds show how much the numbers move.
     """
 
     kind: str = "c"
@@ -56,6 +59,7 @@ class SweepSettings:
     shared_buffer: bool = False
     library: str | None = None
     transport: str = "default"
+    rounds: int | None = None
 
     def __post_init__(self):
         def fix(name, value):
@@ -72,7 +76,7 @@ class SweepSettings:
         fix("sizes", tuple(_whole("a message size", n, lowest=0) for n in self.sizes))
         if not self.sizes:
             raise ValueError("sizes is empty: give at least one message size")
-        for name in ("reps", "batch"):
+        for name in ("reps", "batch", "rounds"):
             if getattr(self, name) is not None:
                 fix(name, _whole(name, getattr(self, name), lowest=1))
         fix("min_reps", _whole("min_reps", self.min_reps, lowest=1))
@@ -130,7 +134,10 @@ class SweepSettings:
     def describe(self) -> str:
         """One line for logs: kernel, sizes and the stopping rule."""
         sizes = f"{self.sizes[0]}..{self.sizes[-1]} B ({len(self.sizes)} sizes)"
-        if self.reps is not None:
+        if self.rounds is not None:
+            each = f"{self.reps} reps" if self.reps is not None else f"{self.target_s:g} s"
+            stop = f"{self.rounds} interleaved rounds of {each} per size"
+        elif self.reps is not None:
             stop = f"{self.reps} reps"
         elif self.rel_ci is None:
             stop = f"one round of {self.target_s:g} s"

@@ -129,6 +129,35 @@ def test_a_sweep_feeds_the_fit_command_end_to_end(c_library, tmp_path):
 
 
 @requires_mpi
+def test_a_sweep_in_interleaved_rounds_keeps_every_round_and_feeds_fit(c_library, tmp_path):
+    out = tmp_path / "rounds.csv"
+    args = ["--max-bytes", "4096", "--rounds", "3", "--reps", "10", "--out", str(out)]
+    proc = _run(args)
+    assert proc.returncode == 0, proc.stderr
+    counted = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
+    assert [ln.split("]")[0] for ln in counted] == ["[ 1/3", "[ 2/3", "[ 3/3"]  # the rounds
+    assert "measured in 3 interleaved rounds" in proc.stdout
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 13 and {(r["reps"], r["rounds"], r["stop_reason"]) for r in rows} == {
+        ("30", "3", "fixed")
+    }
+    info = json.loads(out.with_name("rounds.csv.json").read_text())
+    assert info["interleaved"] is True and info["rounds"] == 3
+    assert np.load(out.with_name("rounds.samples.npz"))["n64"].shape == (2, 30)
+    fit = subprocess.run(
+        [sys.executable, "-m", "pingpong_lab", "fit", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert fit.returncode == 0, fit.stderr
+    result = json.loads(fit.stdout)
+    assert result["times"].startswith("lower quartile of 3 interleaved rounds")
+    assert result["rounds"]["rounds"] == 3 and result["headline"]["alpha_s"] > 0
+
+
+@requires_mpi
 def test_a_sweep_past_its_timeout_is_stopped_with_one_line(c_library, tmp_path):
     args = ["--max-bytes", "67108864", "--budget", "5", "--timeout", "3"]
     proc = _run([*args, "--out", str(tmp_path / "r.csv")], timeout=60)

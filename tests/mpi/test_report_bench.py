@@ -99,6 +99,7 @@ def test_report_quick_writes_every_file(quick_report):
         "shm_vs_tcp_latency.png",
         "variability.png",
         "contention_small.png",
+        "model_c_blocking.png",
     ):
         assert name in figs
         assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -115,15 +116,26 @@ def test_report_csv_columns_and_provenance(quick_report):
     tcp = json.loads((out / "data" / "c_blocking_tcp.csv.json").read_text())
     assert tcp["transport_env"].get("MPIR_CVAR_NOLOCAL") == "1"
     assert tcp["transport"] == "tcp"
+    # the main sweeps are measured in interleaved rounds, every round kept in the samples
+    info = json.loads((out / "data" / "c_blocking.csv.json").read_text())
+    assert info["interleaved"] is True and info["rounds"] == 3
+    assert all(int(r["rounds"]) == 3 and int(r["reps"]) % 3 == 0 for r in rows)
 
 
 def test_report_summary_contains_the_numbers(quick_report):
     out, _ = quick_report
     summary = json.loads((out / "summary.json").read_text())
     n = summary["numbers"]
-    # alpha is the headline unless the fit is implausible (then a warning says why)
-    assert ("alpha_s" in n) != ("fit_problems" in n)
+    # latency and bandwidth are always in the headline, with the way they were read
+    from pingpong_lab.analysis import headline
+
+    assert n["headline_method"] in headline.METHODS and n["alpha_s"] > 0
+    assert n["headline_times"].startswith("lower quartile of 3 interleaved rounds")
+    assert n["rounds"]["rounds"] == 3 and len(n["rounds"]["latency_s"]) == 3
     for key in (
+        "bandwidth_Bps",
+        "n_half_bytes",
+        "r2",
         "breakpoint_bytes",
         "python_over_c_latency",
         "tcp_over_shm_latency",
@@ -139,10 +151,8 @@ def test_report_summary_contains_the_numbers(quick_report):
     from pingpong_lab.analysis.formatting import format_ratio, format_time
 
     for text in (md, html):
-        if "alpha_s" in n:
-            assert format_time(n["alpha_s"]) in text
-        else:
-            assert "WARNING: implausible single-line fit" in text
+        assert format_time(n["alpha_s"]) in text and n["headline_label"] in text
+        assert "latency per round" in text and "in 3 rounds (spread " in text
         assert format_ratio(n["python_over_c_latency"]) in text
         assert format_ratio(n["tcp_over_shm_latency"]) in text
         assert format_ratio(n["contention_slowdown_small"]) in text

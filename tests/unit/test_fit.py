@@ -42,6 +42,8 @@ def test_text_output_reports_alpha_beta_bandwidth_r2_and_n_half(capsys, line_csv
     assert "R^2:        1.000000" in out
     assert "n_1/2:      1.288e+04 bytes" in out
     assert "weighted (relative error)" in out
+    assert "headline:   single line over all sizes: one line fits all sizes" in out
+    assert "WARNING" not in out and "times:" not in out
 
 
 def test_json_output_is_one_object_with_the_fit(capsys, line_csv):
@@ -78,6 +80,7 @@ def test_piecewise_json_reports_the_breakpoint_and_both_segments(capsys, jump_cs
 def test_piecewise_text_names_the_breakpoint(capsys, jump_csv):
     _, out, _ = _run(capsys, jump_csv, "--piecewise")
     assert "breakpoint: 65536 bytes (two segments better: yes" in out
+    assert "headline:   piecewise fit, 2 lines (break at 64 KiB): 2 lines fit better" in out
 
 
 def test_column_option_fits_another_time_column(capsys, line_csv):
@@ -90,15 +93,72 @@ def test_negative_ols_alpha_is_flagged_and_json_stays_valid(capsys, tmp_path):
     path = write_sweep_csv(sweep, tmp_path / "neg.csv")
     code, out, _ = _run(capsys, path, "--ols")
     assert code == 0
-    assert "WARNING: implausible fit (not quoted as results), because:" in out
+    assert "WARNING: implausible single-line fit (not quoted as results), because:" in out
     assert "  - alpha = -" in out and "plain least-squares" in out
-    # the numbers stay for diagnosis, indented under the warning, never as headline lines
-    assert "implausible fit, for diagnosis only:" in out
-    assert not any(line.startswith(("alpha:", "bandwidth:")) for line in out.splitlines())
+    # the line's numbers stay for diagnosis, indented under the warning ...
+    assert "implausible single-line fit, for diagnosis only:" in out
+    assert "  alpha:      -" in out
+    # ... and the headline is read another way, and says which
+    (method,) = [line for line in out.splitlines() if line.startswith("headline:")]
+    assert "one line does not fit all sizes (alpha = -" in method
+    (alpha,) = [line for line in out.splitlines() if line.startswith("alpha:")]
+    assert not alpha.startswith("alpha:      -")
     _, out, _ = _run(capsys, path, "--ols", "--json")
     result = json.loads(out)
     assert result["n_half_bytes"] is None  # NaN becomes null, not invalid JSON
     assert result["plausible"] is False and result["problems"][0].startswith("alpha = -")
+    assert result["headline"]["alpha_s"] > 0 and result["headline"]["method"] != "single line"
+
+
+def test_the_headline_of_a_step_and_a_cliff_is_read_from_three_segments(capsys, tmp_path):
+    sizes = 2 ** np.arange(27)
+    t = np.where(sizes < 8192, 1.2e-6 + sizes / 7.5e9, 3.5e-6 + sizes / 16e9)
+    t = np.where(sizes > 4 << 20, 3.5e-6 + (4 << 20) / 16e9 + (sizes - (4 << 20)) / 6.4e9, t)
+    t = t * (1 + 0.02 * np.random.default_rng(3).standard_normal(sizes.size))
+    path = tmp_path / "shm.csv"
+    path.write_text("nbytes,t_median_s\n" + "".join(f"{n},{x:.6e}\n" for n, x in zip(sizes, t)))
+    code, out, _ = _run(capsys, path, "--piecewise")
+    assert code == 0
+    assert "WARNING: implausible single-line fit" in out  # R^2 below 0.9
+    assert "headline:   piecewise fit, 3 lines (breaks at 8 KiB, " in out
+    assert "alpha:      1.2" in out and "latency from 1 .. 4096 bytes" in out
+    assert "breakpoints: 8192, " in out and "(3 lines better than one; BIC " in out
+    assert [ln.split(":")[0] for ln in out.splitlines() if ln.startswith("  below ")] == [
+        "  below 8192"
+    ]
+    _, out, _ = _run(capsys, path, "--json")
+    result = json.loads(out)
+    assert result["headline"]["method"] == "piecewise"
+    assert result["headline"]["bandwidth_Bps"] == pytest.approx(6.4e9, rel=0.1)
+    assert result["times"] == "column" and "rounds" not in result
+
+
+def test_a_sweep_in_interleaved_rounds_is_read_from_its_quieter_rounds(capsys, tmp_path):
+    from pingpong_lab.analysis import stats
+    from pingpong_lab.data import results
+
+    sweep = synthetic_sweep(ALPHA, BETA, noise="gaussian", reps=40, seed=5)
+    raw, rows = {}, []
+    for n, samples in zip(sweep.nbytes, sweep.samples, strict=True):
+        a = np.hstack([b * f for b, f in zip(np.split(samples, 4), (2.0, 1.0, 1.0, 2.0))])
+        raw[int(n)] = a[None, :]
+        rows.append(stats.summary_row(int(n), a.size, 0, a, rounds=4, stop_reason="fixed"))
+    info = {"kernel": "c", "interleaved": True, "rounds": 4}
+    path = results.write_results(tmp_path / "rounds.csv", rows, info, raw)
+    code, out, _ = _run(capsys, path)
+    assert code == 0
+    assert "times:      lower quartile of 4 interleaved rounds per size" in out
+    (alpha,) = [float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("alpha:")]
+    assert alpha == pytest.approx(ALPHA, rel=0.05)  # not 2x: the slowed rounds do not count
+    assert "rounds:     latency 1.5" in out and "in 4 rounds (spread " in out
+    _, out, _ = _run(capsys, path, "--json")
+    result = json.loads(out)
+    assert result["rounds"]["rounds"] == 4
+    assert result["rounds"]["latency_max_s"] == pytest.approx(2 * ALPHA, rel=0.05)
+    _, out, _ = _run(capsys, path, "--json", "--column", "t_median_s")  # the column as it is
+    result = json.loads(out)
+    assert result["times"] == "column"
+    assert result["headline"]["alpha_s"] > 1.3 * ALPHA  # the pooled median: half slowed
 
 
 def test_a_plausible_fit_carries_no_warning(capsys, line_csv, jump_csv):

@@ -4,10 +4,12 @@
     pingpong-lab report --from DIR [--out DIR2]      # re-analyse CSVs (cluster data)
 
 Measuring runs, each as one `pingpong-lab sweep` (mpiexec, no Jupyter):
-blocking and non-blocking sweeps in C and Python, a variability run (many raw samples at a few
-sizes), shared memory vs TCP loopback (`--transport tcp`), and a contention run (pairwise at 2,
-4, 8 ranks). Then it fits T(b) = alpha + beta b (single line and piecewise), draws the figures
-and writes:
+blocking and non-blocking sweeps in C and Python and shared memory vs TCP loopback
+(`--transport tcp`), each in interleaved rounds (`--rounds`: every size once per round), a
+variability run (many raw samples at a few sizes) and a contention run (pairwise at 2, 4, 8
+ranks). Then it reads latency and bandwidth (analysis.headline: piecewise segments when they are
+better than one line, one line when it fits, else Hockney's two ends of the sweep; from each
+size's lower-quartile round, with the spread between rounds), draws the figures and writes:
 
     OUT/data/*.csv (+ .csv.json provenance, .samples.npz raw samples)
     OUT/figures/*.png
@@ -30,10 +32,21 @@ from pathlib import Path
 
 from ...analysis.formatting import format_bandwidth, format_bytes, format_ratio, format_time
 from ...data.jsonable import jsonable
+from ...mpi.environment import cpu_count
 from .figures import figures
 from .numbers import analyse
 from .pages import sections, to_html, to_markdown
-from .sweeps import FULL, QUICK, Sweep, discover, load_sweep, log, measure_all
+from .sweeps import (
+    FULL,
+    QUICK,
+    Sweep,
+    busy_note,
+    discover,
+    load_sweep,
+    log,
+    machine_load,
+    measure_all,
+)
 
 __all__ = ["FULL", "QUICK", "Sweep", "discover", "load_sweep", "measure_all", "main"]
 
@@ -43,6 +56,8 @@ def write_report(sweeps, out: Path, meta: dict) -> dict:
         raise ValueError("no sweep CSVs to analyse")
     log("fitting and summarising")
     analysis = analyse(sweeps)
+    if meta.get("busy"):
+        analysis["notes"].insert(0, meta["busy"])
     log("drawing figures")
     figs = figures(sweeps, analysis, out / "figures")
     title = "MPI ping-pong report"
@@ -97,11 +112,13 @@ def main(argv=None) -> int:
         if data.exists():
             shutil.rmtree(data)  # a report describes one run
         out.mkdir(parents=True, exist_ok=True)
+        load_before = machine_load()
         try:
             times = measure_all(data, a.np, a.quick)
         except KeyboardInterrupt:
             print("report: interrupted; the MPI job was stopped", file=sys.stderr)
             return 130
+        load_after = machine_load()
         sweeps = discover(data)
         if not sweeps:
             print("report: error: every sweep failed; nothing to report", file=sys.stderr)
@@ -111,7 +128,12 @@ def main(argv=None) -> int:
             "ranks": a.np,
             "sweep_seconds": times,
             "timing": f"Measuring took {sum(times.values()):.0f} s.",
+            "machine_load": {"before": load_before, "after": load_after},
         }
+        busy = busy_note(load_before, load_after, a.np, cpu_count())
+        if busy:
+            meta["busy"] = busy
+            log(busy)
     try:
         summary = write_report(sweeps, out, meta)
     except ValueError as exc:
@@ -121,11 +143,18 @@ def main(argv=None) -> int:
     total = time.perf_counter() - t0
     summary["meta"]["total_seconds"] = total
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    gap = "implausible (see summary.md)" if "fit_problems" in n else "n/a"
+    r = n.get("rounds") or {}
+    spread = (
+        f" (rounds spread {100 * r['latency_rel_spread']:.0f} % / "
+        f"{100 * r['bandwidth_rel_spread']:.0f} %)"
+        if r
+        else ""
+    )
     log(
-        f"alpha {format_time(n.get('alpha_s'), gap)}, "
-        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), True, gap)}, "
-        f"n_1/2 {format_bytes(n.get('n_half_bytes'), gap)}, "
+        f"{n.get('headline_label', 'no headline')}: "
+        f"alpha {format_time(n.get('alpha_s'))}, "
+        f"bandwidth {format_bandwidth(n.get('bandwidth_Bps'), True)}{spread}, "
+        f"n_1/2 {format_bytes(n.get('n_half_bytes'))}, "
         f"breakpoint {format_bytes(n.get('breakpoint_bytes'))}, "
         f"Python/C {format_ratio(n.get('python_over_c_latency'))}, TCP/shm "
         f"{format_ratio(n.get('tcp_over_shm_latency'))}, contention "

@@ -4,12 +4,83 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...analysis import stats
-from ...analysis.formatting import (
-    format_bytes,
-)
+import numpy as np
+
+from ...analysis import headline, stats
+from ...analysis.formatting import format_bandwidth, format_bytes, format_time
+from ...analysis.model import GIB
 from ...data.schema import COL
 from .sweeps import Sweep
+
+
+def draw_headline(ax, h: headline.Headline, span, quantity: str = "time") -> None:
+    """Draw the model the headline was read from on `ax` (time or bandwidth vs size).
+
+    One line or the piecewise segments as fitted; for the regime reading, the two regime
+    lines over the sizes they were fitted to and Hockney's alpha + beta b, dotted, across all
+    sizes. With a bandwidth, its asymptote 1/beta is a dashed horizontal line.
+    """
+    from ...analysis import plots
+
+    kw = {"quantity": quantity}
+    if h.method == "regimes":
+        names = ("latency regime", "bandwidth regime")
+        for (lo, hi, line), name, color in zip(
+            h.model.pieces(), names, ("tab:green", "tab:red"), strict=False
+        ):
+            lo, hi = lo / 1.5, hi * 1.5
+            plots.add_model_line(ax, line, (lo, hi), label=name, color=color, linewidth=2, **kw)
+        if h.beta_s_per_byte > 0:
+            plots.add_model_line(
+                ax,
+                (h.alpha_s, h.beta_s_per_byte),
+                span,
+                label=f"Hockney: α = {format_time(h.alpha_s)}, "
+                f"1/β = {format_bandwidth(h.bandwidth_Bps)}",
+                color="black",
+                linestyle=":",
+                **kw,
+            )
+    else:
+        what = "one line" if h.method == "single line" else f"{len(h.model.segments)} lines"
+        label = f"{what}: α = {format_time(h.alpha_s)}, 1/β = {format_bandwidth(h.bandwidth_Bps)}"
+        plots.add_model_line(ax, h.model, span, label=label, color="black", **kw)
+    if quantity == "bandwidth" and h.beta_s_per_byte > 0:
+        ax.axhline(
+            h.bandwidth_Bps / GIB,
+            color="gray",
+            linestyle="--",
+            linewidth=1,
+            label=f"1/β = {format_bandwidth(h.bandwidth_Bps)}",
+        )
+
+
+def _headline_points(ax, read: dict, quantity: str = "time") -> None:
+    """Mark the times the headline was read from, where they are not the medians drawn."""
+    if read.get("per_round") is None:
+        return
+    x, t = np.asarray(read["x"], dtype=float), np.asarray(read["t"], dtype=float)
+    y = t * 1e6 if quantity == "time" else x / t / GIB
+    ax.plot(x, y, "x", color="black", markersize=5, label="lower-quartile round (headline)")
+
+
+def model_plot(h: headline.Headline, read: dict):
+    """The headline's figure: the times it was read from, each round's medians, the model."""
+    from ...analysis import plots
+
+    x, t = np.asarray(read["x"], dtype=float), np.asarray(read["t"], dtype=float)
+    ax = plots.latency_plot(x, t, label=read["times"])
+    per_round = read.get("per_round")
+    if per_round is not None:
+        xs = np.broadcast_to(x, per_round.shape)
+        ax.plot(
+            xs.ravel(), per_round.ravel() * 1e6, ".", color="gray", alpha=0.4, markersize=3,
+            label=f"each of {per_round.shape[0]} rounds (median)",
+        )  # fmt: skip
+    draw_headline(ax, h, (float(x.min()), float(x.max())))
+    ax.legend(fontsize="small")
+    ax.set_title(f"Headline model: {h.label()}", fontsize="medium")
+    return ax
 
 
 def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tuple[str, str]]:
@@ -29,40 +100,40 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
         plt.close(ax.figure)
         made.append((name, caption))
 
-    fits = analysis["fits"]
+    read = analysis.get("headlines", {}).get("c_blocking", {})
+    h = read.get("headline")
     cb = sweeps.get("c_blocking")
     if cb is not None:
-        fit = fits["c_blocking"].get("single")
         tab = cb.table()
+        x, t = tab[COL.nbytes], tab[COL.t_median_s]
+        span = (float(np.nanmin(x)), float(np.nanmax(x)))
         ax = plots.latency_plot(
-            tab[COL.nbytes],
-            tab[COL.t_median_s],
-            tab[COL.ci_lo_s],
-            tab[COL.ci_hi_s],
-            fit=fit,
-            label="C blocking (median, 95 % CI)",
+            x, t, tab[COL.ci_lo_s], tab[COL.ci_hi_s], label="C blocking (median, 95 % CI)"
         )
+        if h is not None:
+            _headline_points(ax, read)
+            draw_headline(ax, h, span)
+        ax.legend(fontsize="small")
         ax.set_title("Ping-pong latency (one way)")
-        save(ax, "latency_c_blocking.png", "C blocking one-way time with the weighted fit")
-        ax = plots.bandwidth_plot(tab[COL.nbytes], tab[COL.t_median_s], fit=fit, label="C blocking")
+        save(ax, "latency_c_blocking.png", "C blocking one-way time and the headline's model")
+        ax = plots.bandwidth_plot(x, t, label="C blocking (median)")
+        if h is not None:
+            _headline_points(ax, read, quantity="bandwidth")
+            draw_headline(ax, h, span, quantity="bandwidth")
+        ax.legend(fontsize="small")
         ax.set_title("Ping-pong bandwidth")
-        save(ax, "bandwidth_c_blocking.png", "Bandwidth and the fitted asymptote 1/beta")
-        pw = fits["c_blocking"].get("piecewise")
-        if pw is not None:
-            ax = plots.latency_plot(
-                tab[COL.nbytes], tab[COL.t_median_s], fit=pw, label="C blocking (median)"
-            )
-            ax.set_title("Piecewise fit")
-            save(
-                ax,
-                "piecewise_c_blocking.png",
-                f"Two-segment fit, breakpoint {format_bytes(pw.breakpoint_bytes)}",
-            )
-            ax = plots.residual_plot(fit, tab[COL.nbytes], tab[COL.t_median_s])
-            plots.residual_plot(pw, tab[COL.nbytes], tab[COL.t_median_s], ax=ax)
-            ax.legend(["single line", "piecewise"])
+        save(ax, "bandwidth_c_blocking.png", "Bandwidth and the asymptote 1/beta of the headline")
+        if h is not None:
+            ax = model_plot(h, read)
+            save(ax, "model_c_blocking.png", f"The model the headline was read from: {h.label()}")
+            ax = plots.residual_plot(h.single, read["x"], read["t"])
+            legend = ["one line over all sizes"]
+            if h.method != "single line":
+                plots.residual_plot(h.model, read["x"], read["t"], ax=ax)
+                legend.append(h.label())
+            ax.legend(legend, fontsize="small")
             ax.set_title("Relative residuals")
-            save(ax, "residuals_c_blocking.png", "Residuals of the single-line and piecewise fits")
+            save(ax, "residuals_c_blocking.png", "Residuals of one line and of the headline model")
     series = {
         label: sweeps[role].table()
         for role, label in (

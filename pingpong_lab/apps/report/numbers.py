@@ -1,4 +1,5 @@
-"""The report's headline numbers: fits, ratios and notes, from the sweeps by role."""
+"""The report's headline numbers: latency and bandwidth (analysis.headline), ratios and notes,
+from the sweeps by role."""
 
 from __future__ import annotations
 
@@ -6,30 +7,67 @@ import math
 
 import numpy as np
 
-from ...analysis import model, stats
+from ...analysis import headline, model, stats
 from .sweeps import Sweep
 
 SMALL_MAX = 64  # sizes up to this count as "small" for latency ratios
 
 
-def _fit(sw: Sweep) -> dict:
-    out = {}
-    x, t = sw.nbytes, sw.t
-    ok = (x > 0) & np.isfinite(t) & (t > 0)
-    x, t = x[ok], t[ok]
-    if x.size >= 2:
-        lin = model.fit_linear(x, t)
-        out["single"] = lin
+def _headline(sw: Sweep) -> dict:
+    """{"headline", "x", "t", "per_round", "times"} of a sweep; {"error"} when none can be read."""
+    x, t, per_round, what = sw.headline_times()
     try:
-        out["piecewise"] = model.fit_piecewise(x, t)
-    except ValueError:
-        pass
-    return out
+        h = headline.choose(x, t)
+    except ValueError as exc:
+        return {"error": str(exc)}
+    return {"headline": h, "x": x, "t": t, "per_round": per_round, "times": what}
 
 
-def _warning(what: str, problems: list[str]) -> str:
-    """A report note: `what` is implausible, why, and that its numbers are left out."""
-    return f"WARNING: implausible {what}, left out of the headline: " + "; ".join(problems) + "."
+def _segments(x: np.ndarray, pw: model.PiecewiseFit) -> list[dict]:
+    idx = pw.segment_index(x)
+    return [
+        {
+            "from_bytes": int(x[idx == k].min()),
+            "to_bytes": int(x[idx == k].max()),
+            "alpha_s": seg.alpha_s,
+            "beta_s_per_byte": seg.beta_s_per_byte,
+            "bandwidth_Bps": seg.bandwidth_Bps,
+        }
+        for k, seg in enumerate(pw.segments)
+    ]
+
+
+def headline_numbers(read: dict) -> dict:
+    """The headline keys of summary.json from one sweep's `_headline` result."""
+    h: headline.Headline = read["headline"]
+    x = np.asarray(read["x"], dtype=float)
+    num = {
+        "headline_method": h.method,
+        "headline_label": h.label(),
+        "headline_why": h.why,
+        "headline_times": read["times"],
+        "alpha_s": h.alpha_s,
+        "beta_s_per_byte": h.beta_s_per_byte,
+        "bandwidth_Bps": h.bandwidth_Bps,
+        "n_half_bytes": h.n_half_bytes,
+        "r2": h.r2,
+        "latency_bytes": list(h.latency_bytes),
+        "bandwidth_bytes": list(h.bandwidth_bytes) if h.bandwidth_bytes else None,
+        "single_r2": h.single.r2,
+    }
+    if h.single_problems:
+        num["single_line_problems"] = list(h.single_problems)
+    if read["per_round"] is not None:
+        num["rounds"] = headline.round_spread(h, x, read["per_round"]).as_dict()
+    pw = h.piecewise
+    if pw is not None:
+        num["breakpoint_bytes"] = pw.breakpoint_bytes
+        num["piecewise_better"] = pw.two_segments_better
+        num["piecewise_lines"] = pw.n_segments
+        num["piecewise_bic"] = list(pw.bic)
+        ok = (x > 0) & np.isfinite(read["t"]) & (np.asarray(read["t"]) > 0)
+        num["segments"] = _segments(np.sort(x[ok]), pw)
+    return num
 
 
 def _ratio_small(a: Sweep, b: Sweep) -> float:
@@ -46,40 +84,24 @@ def _largest_common(a: Sweep, b: Sweep) -> int | None:
 
 def analyse(sweeps: dict[str, Sweep]) -> dict:
     """The headline numbers (plain floats, JSON-ready) and the fit objects."""
-    s: dict = {"fits": {}, "numbers": {}, "notes": []}
+    s: dict = {"headlines": {}, "numbers": {}, "notes": []}
     num = s["numbers"]
-    for role in ("c_blocking", "python_blocking", "c_nonblocking", "python_nonblocking"):
+    for role in ("c_blocking", "python_blocking"):
         if role in sweeps:
-            s["fits"][role] = _fit(sweeps[role])
+            s["headlines"][role] = _headline(sweeps[role])
     cb = sweeps.get("c_blocking")
-    if cb is not None and "single" in s["fits"]["c_blocking"]:
-        f = s["fits"]["c_blocking"]["single"]
-        problems = model.fit_problems(f)
-        if problems:
-            num["fit_problems"] = problems
-            s["notes"].append(_warning("single-line fit of the C blocking sweep", problems))
+    if cb is not None:
+        read = s["headlines"]["c_blocking"]
+        if "error" in read:
+            s["notes"].append(
+                f"No latency or bandwidth from the C blocking sweep: {read['error']}."
+            )
         else:
-            num["alpha_s"] = f.alpha_s
-            num["beta_s_per_byte"] = f.beta_s_per_byte
-            num["bandwidth_Bps"] = f.bandwidth_Bps
-            num["n_half_bytes"] = f.n_half_bytes
-            num["r2"] = f.r2
+            num.update(headline_numbers(read))
+            s["notes"].extend(read["headline"].notes)
         num["latency_smallest_s"] = float(cb.t[0])
         num["smallest_bytes"] = int(cb.nbytes[0])
         num["peak_bandwidth_Bps"] = float(np.nanmax(cb.nbytes / cb.t))
-        pw = s["fits"]["c_blocking"].get("piecewise")
-        if pw is not None:
-            num["breakpoint_bytes"] = pw.breakpoint_bytes
-            num["two_segments_better"] = pw.two_segments_better
-            problems = model.fit_problems(pw)
-            if problems:
-                num["segment_problems"] = problems
-                s["notes"].append(_warning("piecewise segments of the C blocking sweep", problems))
-            else:
-                num["lower_alpha_s"] = pw.lower.alpha_s
-                num["upper_alpha_s"] = pw.upper.alpha_s
-                num["lower_bandwidth_Bps"] = pw.lower.bandwidth_Bps
-                num["upper_bandwidth_Bps"] = pw.upper.bandwidth_Bps
     pyb = sweeps.get("python_blocking")
     if cb is not None and pyb is not None:
         num["python_over_c_latency"] = _ratio_small(cb, pyb)
@@ -87,9 +109,9 @@ def analyse(sweeps: dict[str, Sweep]) -> dict:
         if n:
             num["python_over_c_at_largest"] = pyb.at(n) / cb.at(n)
             num["python_over_c_largest_bytes"] = n
-        fp = s["fits"].get("python_blocking", {}).get("single")
-        if fp is not None and "alpha_s" in num and not model.fit_problems(fp):
-            num["python_alpha_s"] = fp.alpha_s
+        hp = s["headlines"].get("python_blocking", {}).get("headline")
+        if hp is not None:
+            num["python_alpha_s"] = hp.alpha_s
     cnb = sweeps.get("c_nonblocking")
     if cb is not None and cnb is not None:
         num["nonblocking_over_blocking_c_latency"] = _ratio_small(cb, cnb)

@@ -4,14 +4,89 @@ from __future__ import annotations
 
 import html
 
+from ...analysis import headline
 from ...analysis.formatting import (
     format_bandwidth,
     format_bytes,
     format_number,
     format_ratio,
     format_time,
+    is_finite_number,
 )
 from .numbers import SMALL_MAX
+
+
+def _load_text(meta: dict) -> str:
+    """' Other work: ...' from the report's machine_load (empty when it was not recorded)."""
+    parts = []
+    for when in ("before", "after"):
+        d = meta.get("machine_load", {}).get(when) or {}
+        if d:
+            parts.append(
+                f"{when} measuring {d['running']:g} other process(es) running, 1-minute load "
+                f"{d['load'][0]:.2f}"
+            )
+    return (" Other work on the machine: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _range(pair) -> str:
+    return f"{format_bytes(pair[0])} .. {format_bytes(pair[1])}" if pair else "n/a"
+
+
+def headline_rows(n: dict) -> list[list[str]]:
+    """The latency and bandwidth rows of the headline table, from summary.json's numbers."""
+    if "headline_method" not in n:
+        return [["latency and bandwidth", "n/a (no C blocking sweep they could be read from)"]]
+    beta = n.get("beta_s_per_byte")
+    no_bw = "n/a (no bandwidth: see the notes)"
+    rows = [
+        ["method (C blocking)", n["headline_label"]],
+        ["why", n["headline_why"]],
+        ["times read", n["headline_times"]],
+        [f"alpha (latency, from {_range(n.get('latency_bytes'))})", format_time(n["alpha_s"])],
+        [
+            "beta (inverse asymptotic bandwidth)",
+            f"{beta:.4g} s/B" if is_finite_number(beta) and beta > 0 else no_bw,
+        ],
+        [
+            f"bandwidth 1/beta (from {_range(n.get('bandwidth_bytes'))})",
+            format_bandwidth(n.get("bandwidth_Bps"), True, no_bw),
+        ],
+        ["n_1/2 = alpha/beta", format_bytes(n.get("n_half_bytes"))],
+        ["R^2 (weighted, of the model used)", format_number(n.get("r2"), ".4f")],
+    ]
+    r = n.get("rounds")
+    spread = headline.RoundSpread(tuple(r["latency_s"]), tuple(r["bandwidth_Bps"])) if r else None
+    rows += [
+        ["latency per round", headline.spread_text(spread, "latency")],
+        ["bandwidth per round", headline.spread_text(spread, "bandwidth")],
+    ]
+    single = f"R^2 = {format_number(n.get('single_r2'), '.4f')}"
+    if n.get("single_line_problems"):
+        single += " (not used: " + n["single_line_problems"][0].split(":")[0] + ")"
+    elif n["headline_method"] == "single line":
+        single += " (used)"
+    else:
+        single += " (fits, but more lines are better)"
+    rows.append(["one line over all sizes", single])
+    if "breakpoint_bytes" in n:
+        lines = n.get("piecewise_lines", 2)
+        segs = n.get("segments", [])
+        if n.get("piecewise_better"):
+            where = ", ".join(format_bytes(g["from_bytes"]) for g in segs[1:])
+            text = f"{where} ({lines} lines better than one by BIC)"
+        else:
+            text = f"{format_bytes(n['breakpoint_bytes'])} (best split; one line is enough by BIC)"
+        rows.append(["piecewise breakpoints", text])
+        for g in segs:
+            rows.append(
+                [
+                    f"  segment {format_bytes(g['from_bytes'])} .. {format_bytes(g['to_bytes'])}",
+                    f"alpha {format_time(g['alpha_s'])}, "
+                    f"bandwidth {format_bandwidth(g['bandwidth_Bps'], True)}",
+                ]
+            )
+    return rows
 
 
 def sections(sweeps, analysis, figs, meta) -> list[dict]:
@@ -28,7 +103,7 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
                 f"{prov.get('mpi_library_path') or '?'}); mpi4py "
                 f"{prov.get('mpi4py_version', '?')}; Python {prov.get('python', '?')}; hosts: "
                 f"{', '.join(prov.get('hosts', [])) or '?'}; platform {prov.get('platform', '?')}.",
-                f"Mode: {meta['mode']}. {meta.get('timing', '')}",
+                f"Mode: {meta['mode']}. {meta.get('timing', '')}" + _load_text(meta),
                 "Times are one-way (half a round trip), the per-iteration maximum over ranks, "
                 "summarised by the median; every CSV has a .csv.json provenance sidecar and a "
                 ".samples.npz file with every sample.",
@@ -49,46 +124,11 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
         }
     )
     head = [["quantity", "value"]]
-    fit_gap = "implausible fit (see the warning)" if "fit_problems" in n else "n/a"
-    seg_gap = "implausible (see the warning)" if "segment_problems" in n else "n/a"
-    rows = [
-        ["alpha (latency, weighted fit, C blocking)", format_time(n.get("alpha_s"), fit_gap)],
-        [
-            "beta (inverse bandwidth)",
-            f"{n['beta_s_per_byte']:.4g} s/B"
-            if isinstance(n.get("beta_s_per_byte"), float)
-            else fit_gap,
-        ],
-        ["bandwidth 1/beta", format_bandwidth(n.get("bandwidth_Bps"), True, fit_gap)],
+    rows = headline_rows(n) + [
         ["peak measured bandwidth", format_bandwidth(n.get("peak_bandwidth_Bps"), bits=True)],
-        ["n_1/2 = alpha/beta", format_bytes(n.get("n_half_bytes"), fit_gap)],
-        ["R^2 (weighted)", format_number(n.get("r2"), ".4f", fit_gap)],
         [
             f"measured latency at {format_bytes(n.get('smallest_bytes'))}",
             format_time(n.get("latency_smallest_s")),
-        ],
-        [
-            "piecewise breakpoint",
-            format_bytes(n.get("breakpoint_bytes"))
-            + (
-                ""
-                if "two_segments_better" not in n
-                else (
-                    " (two segments better by BIC)"
-                    if n["two_segments_better"]
-                    else " (not better than one line by BIC)"
-                )
-            ),
-        ],
-        [
-            "  lower segment alpha, bandwidth",
-            f"{format_time(n.get('lower_alpha_s'), seg_gap)}, "
-            f"{format_bandwidth(n.get('lower_bandwidth_Bps'), True, seg_gap)}",
-        ],
-        [
-            "  upper segment alpha, bandwidth",
-            f"{format_time(n.get('upper_alpha_s'), seg_gap)}, "
-            f"{format_bandwidth(n.get('upper_bandwidth_Bps'), True, seg_gap)}",
         ],
         [
             f"Python overhead: Python/C latency (sizes <= {SMALL_MAX} B)",
@@ -133,10 +173,14 @@ def sections(sweeps, analysis, figs, meta) -> list[dict]:
             "title": "Model fit",
             "text": [
                 "T(b) = alpha + beta b fitted with weights 1/t (relative residuals), so that "
-                "every size counts; the piecewise fit searches the breakpoint (eager/rendezvous "
-                "switch) and keeps two segments only when the BIC improves by more than 10."
+                "every size counts. The piecewise fit searches one or two breakpoints (the "
+                "eager/rendezvous switch, a cache cliff) and keeps more lines only when each "
+                "step lowers the BIC by more than 10. The headline is read from the piecewise "
+                "segments when they are better, from one line when it fits, and otherwise from "
+                "the two ends of the sweep (Hockney: latency from the smallest sizes, bandwidth "
+                "from the largest); the figure draws the model that was used."
             ],
-            "images": [f for f in figs if f[0].startswith(("piecewise", "residuals"))],
+            "images": [f for f in figs if f[0].startswith(("model", "residuals"))],
         }
     )
     out.append(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...analysis import headline
 from ...data import results
 from ...data.schema import COL
 from ...mpi import measure
@@ -21,7 +22,16 @@ KIB, MIB = 1 << 10, 1 << 20
 
 @dataclass
 class Plan:
-    """What to measure: one entry per sweep (role, ranks, settings)."""
+    """What to measure: one entry per sweep (role, ranks, settings).
+
+    The main sweeps run in interleaved rounds (`rounds`, and `headline_rounds` for the C
+    blocking sweep the headline is read from): each round runs every size once for about
+    target_s (at least round_min_reps repetitions), so that a busy spell of the machine falls on
+    a few rounds of many sizes and the headline can be read from each size's quieter rounds.
+    Large messages need more rounds than small ones: one 64 MiB round trip lasts longer than a
+    scheduler time slice, so most of its repetitions in a round are hit while any other process
+    runs, and only a round at a quiet moment shows the machine's bandwidth.
+    """
 
     target_s: float
     main_range: tuple[int, int]
@@ -32,17 +42,24 @@ class Plan:
     contention_ranks: tuple[int, ...]
     contention_range: tuple[int, int]
     contention_target_s: float
+    rounds: int
+    headline_rounds: int
+    round_min_reps: int
 
     def runs(self, np_: int) -> list[tuple[str, int, SweepSettings]]:
         def sweep(kind, mode, size_range, target_s=self.target_s, **more):
             sizes = measure.message_sizes(*size_range)
             return SweepSettings(kind=kind, mode=mode, sizes=sizes, target_s=target_s, **more)
 
+        def rounds(kind, mode, size_range, n=self.rounds, **more):
+            """Interleaved rounds: every size in each round, target_s per size and round."""
+            return sweep(kind, mode, size_range, rounds=n, min_reps=self.round_min_reps, **more)
+
         runs = [
-            ("c_blocking", np_, sweep("c", "blocking", self.main_range)),
-            ("c_nonblocking", np_, sweep("c", "nonblocking", self.main_range)),
-            ("python_blocking", np_, sweep("python", "blocking", self.python_range)),
-            ("python_nonblocking", np_, sweep("python", "nonblocking", self.python_range)),
+            ("c_blocking", np_, rounds("c", "blocking", self.main_range, self.headline_rounds)),
+            ("c_nonblocking", np_, rounds("c", "nonblocking", self.main_range)),
+            ("python_blocking", np_, rounds("python", "blocking", self.python_range)),
+            ("python_nonblocking", np_, rounds("python", "nonblocking", self.python_range)),
             (
                 "variability",
                 np_,
@@ -54,7 +71,7 @@ class Plan:
                     reps=self.variability_reps,
                 ),
             ),
-            ("c_blocking_tcp", np_, sweep("c", "blocking", self.tcp_range, transport="tcp")),
+            ("c_blocking_tcp", np_, rounds("c", "blocking", self.tcp_range, transport="tcp")),
         ]
         for n in self.contention_ranks:
             pairwise = sweep("c", "pairwise", self.contention_range, self.contention_target_s)
@@ -63,7 +80,7 @@ class Plan:
 
 
 FULL = Plan(
-    target_s=0.04,
+    target_s=0.01,
     main_range=(1, 64 * MIB),
     python_range=(1, 16 * MIB),
     tcp_range=(1, 16 * MIB),
@@ -72,6 +89,9 @@ FULL = Plan(
     contention_ranks=(2, 4, 8),
     contention_range=(8, MIB),
     contention_target_s=0.02,
+    rounds=6,
+    headline_rounds=12,
+    round_min_reps=8,
 )
 QUICK = Plan(
     target_s=0.002,
@@ -83,7 +103,48 @@ QUICK = Plan(
     contention_ranks=(2, 4),
     contention_range=(8, 1 * KIB),
     contention_target_s=0.002,
+    rounds=3,
+    headline_rounds=3,
+    round_min_reps=5,
 )
+
+
+def machine_load(samples: int = 10, interval_s: float = 0.05) -> dict:
+    """Other work on this machine now: {"running": runnable processes besides this one (median of
+    a few /proc/loadavg snapshots), "load": the 1, 5 and 15 minute load averages}; {} where
+    there is no /proc/loadavg."""
+    counts, load = [], None
+    for k in range(int(samples)):
+        try:
+            fields = Path("/proc/loadavg").read_text().split()
+        except OSError:
+            return {}
+        load = [float(v) for v in fields[:3]]
+        counts.append(int(fields[3].split("/")[0]) - 1)  # this process is running, reading it
+        if k + 1 < samples:
+            time.sleep(interval_s)
+    return {"running": float(np.median(counts)), "load": load}
+
+
+def busy_note(before: dict, after: dict, ranks: int, cores: int) -> str | None:
+    """A report note when other work shared the cores with the ranks (None when it did not).
+
+    Other runnable processes are counted just before and just after measuring (the report's own
+    ranks are not running then); when they and the ranks are more than the cores, the ranks
+    took turns with them and every number describes a busy machine, however it is read.
+    """
+    other = max(before.get("running", 0.0), after.get("running", 0.0))
+    if other + ranks <= cores:
+        return None
+    loads = ", ".join(
+        f"{k} {d['load'][0]:.2f}" for k, d in (("before", before), ("after", after)) if d
+    )
+    return (
+        f"BUSY MACHINE: {other:g} other process(es) were running beside the {ranks} ranks on "
+        f"{cores} cores (1-minute load {loads}): the ranks took turns with them, so latency and "
+        "bandwidth are those of a busy machine (compare the spread between rounds); measure "
+        "again when it is idle."
+    )
 
 
 def log(message: str) -> None:
@@ -134,6 +195,17 @@ class Sweep:
             if int(r[COL.nbytes]) == int(nbytes):
                 return float(r[column])
         return math.nan
+
+    @property
+    def rounds(self) -> int | None:
+        """Interleaved rounds of this sweep (None when it was not measured in rounds)."""
+        return headline.interleaved_rounds(self.info)
+
+    def headline_times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+        """(sizes, times to read the headline from, per-round medians or None, what they are)."""
+        x = self.nbytes
+        t, per_round, what = headline.headline_times(x, self.t, self.samples, self.rounds)
+        return x, t, per_round, what
 
     def table(self) -> dict:
         return {k: self.col(k) for k in (COL.nbytes, COL.t_median_s, COL.ci_lo_s, COL.ci_hi_s)}
