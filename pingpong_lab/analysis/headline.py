@@ -320,6 +320,17 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
         if not single_problems
         else f"one line does not fit all sizes ({_short_problem(single_problems)})"
     )
+
+    def made(**reading) -> Headline:  # a reading, with what every reading reports
+        return Headline(
+            single=single,
+            piecewise=pw,
+            weighted=weighted,
+            notes=tuple(notes),
+            single_problems=tuple(single_problems),
+            **reading,
+        )
+
     unusable = ""
     if pw is not None and pw.two_segments_better:
         ranges = _segment_ranges(x, pw)
@@ -333,7 +344,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
                     "below zero when extended down to 0 bytes: its intercept is no latency (the "
                     "latency is the lowest segment's), its slope is the bandwidth."
                 )
-            return Headline(
+            return made(
                 method="piecewise",
                 why=f"{pw.n_segments} lines fit better than one ({bic}); {line_fits}; "
                 "latency from the lowest segment, bandwidth from the highest",
@@ -343,11 +354,6 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
                 latency_bytes=ranges[0],
                 bandwidth_bytes=ranges[-1],
                 model=pw,
-                single=single,
-                piecewise=pw,
-                weighted=weighted,
-                notes=tuple(notes),
-                single_problems=tuple(single_problems),
             )
         if not _latency_like(pw.lower.alpha_s, lowest):
             bad = (
@@ -360,7 +366,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
             bad = "the highest segment's beta is not positive (no bandwidth)"
         unusable = f"; {pw.n_segments} lines fit better ({bic}) but {bad}"
     if not single_problems:
-        return Headline(
+        return made(
             method="single line",
             why=line_fits + (unusable or " and two or three lines are not better by BIC"),
             alpha_s=single.alpha_s,
@@ -369,11 +375,6 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
             latency_bytes=(int(x.min()), int(x.max())),
             bandwidth_bytes=(int(x.min()), int(x.max())),
             model=single,
-            single=single,
-            piecewise=pw,
-            weighted=weighted,
-            notes=tuple(notes),
-            single_problems=tuple(single_problems),
         )
     reg = _regimes(x, y, weighted)
     if pw is None:
@@ -411,7 +412,7 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
         reg.latency.predict(x),
         reg.bandwidth.predict(x) if reg.bandwidth is not None else np.nan,
     )
-    return Headline(
+    return made(
         method="regimes",
         why=f"{line_fits}{more}; {how}",
         alpha_s=reg.alpha_s,
@@ -420,11 +421,6 @@ def choose(nbytes, t, weighted: bool = True, min_r2: float = model.MIN_R2) -> He
         latency_bytes=reg.latency_bytes,
         bandwidth_bytes=reg.bandwidth_bytes,
         model=reg,
-        single=single,
-        piecewise=pw,
-        weighted=weighted,
-        notes=tuple(notes),
-        single_problems=tuple(single_problems),
     )
 
 
