@@ -11,7 +11,9 @@ bandwidth, R^2, n_1/2) is always printed with the line that says how it was read
 BIC, one line when it fits, otherwise latency from the smallest sizes and bandwidth from the
 largest, Hockney's reading); for a sweep measured in interleaved rounds (``sweep --rounds``,
 with its sidecar and samples file) it is read from each size's lower-quartile round and the spread
-between rounds follows. An implausible single-line fit (``analysis.model.fit_problems``: alpha
+between rounds follows. With the samples file and 5,000 or more round trips per small size,
+alpha is their latency floor (``headline.with_floor``), the model's own alpha beside it.
+An implausible single-line fit (``analysis.model.fit_problems``: alpha
 or beta not positive, R^2 below ``model.MIN_R2``) is printed under a warning that says why, for
 diagnosis only; ``--json`` carries it at the top level with ``plausible`` and ``problems``, the
 headline under ``headline`` (and ``rounds``) and, with ``--piecewise``, the segments and
@@ -165,34 +167,37 @@ def _text(result: dict, fit: model.LinearFit) -> str:
     return "\n".join(lines)
 
 
-def _times(args) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
-    """(sizes, times, per-round medians or None, what the times are) of the CSV.
+def _times(args) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str, dict | None]:
+    """(sizes, times, per-round medians or None, what the times are, floors or None) of the CSV.
 
-    With no --column and a sweep measured in interleaved rounds (its sidecar and raw samples
-    next to it), each size's lower quartile of its rounds, as `pingpong-lab report` reads it.
+    With no --column and the raw samples next to the CSV, the latency sizes' floors
+    (:func:`headline.floor_times`); for a sweep measured in interleaved rounds (its sidecar
+    says so), each size's lower quartile of its rounds, as `pingpong-lab report` reads them.
     """
     column = args.column or COL.t_median_s
     nbytes, t = model.load_sweep_csv(args.csv, column=column)
-    if args.column is None:
+    samples_file = results.samples_path(args.csv)
+    if args.column is None and samples_file.exists():
+        samples = results.read_samples(samples_file)
+        floor = headline.floor_times(nbytes, samples)
         rounds = headline.interleaved_rounds(results.read_sidecar(args.csv))
-        samples_file = results.samples_path(args.csv)
-        if rounds and samples_file.exists():
-            samples = results.read_samples(samples_file)
+        if rounds:
             t2, per_round, what = headline.headline_times(nbytes, t, samples, rounds)
-            return nbytes, t2, per_round, what
-    return nbytes, t, None, "column"
+            return nbytes, t2, per_round, what, floor
+        return nbytes, t, None, "column", floor
+    return nbytes, t, None, "column", None
 
 
 def run(args: argparse.Namespace) -> tuple[dict, model.LinearFit]:
     """Load and fit; return the result dict (as printed by --json) and the linear fit."""
-    nbytes, t, per_round, times = _times(args)
+    nbytes, t, per_round, times, floor = _times(args)
     weighted = not args.ols
     fit = model.fit_linear(nbytes, t, weighted=weighted)
     result = {"file": str(args.csv), "column": args.column or COL.t_median_s, "times": times}
     result.update(fit.as_dict())
     result["problems"] = model.fit_problems(fit)
     result["plausible"] = not result["problems"]
-    h = headline.choose(nbytes, t, weighted=weighted)
+    h = headline.choose(nbytes, t, weighted=weighted, floor=floor)
     result["headline"] = h.as_dict()
     if per_round is not None:
         result["rounds"] = headline.round_spread(h, nbytes, per_round).as_dict()

@@ -244,3 +244,26 @@ def test_module_runs_as_a_script_without_traceback(line_csv, tmp_path):
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("pingpong-lab fit: error: no such file")
+
+
+def test_a_sweep_with_thousands_of_round_trips_reads_its_latency_floor(capsys, tmp_path):
+    from pingpong_lab.analysis import headline, stats
+    from pingpong_lab.data import results
+
+    gen = np.random.default_rng(3)
+    raw, rows = {}, []
+    for n in 2 ** np.arange(0, 25, 2):
+        reps = 6000 if n <= 1024 else 50
+        slow = np.where(gen.random(reps) < 0.7, 1.4, 1.0)  # mostly the slow placement
+        a = (ALPHA + BETA * n) * slow * (1 + 0.01 * np.abs(gen.standard_normal(reps)))
+        raw[int(n)] = a[None, :]
+        rows.append(stats.summary_row(int(n), a.size, 0, a, stop_reason="fixed"))
+    path = results.write_results(tmp_path / "floor.csv", rows, {"kernel": "c"}, raw)
+    code, out, _ = _run(capsys, path)
+    assert code == 0 and "alpha from the floor of the latency sizes" in out
+    assert "note:       Latency 1.5" in out and "round trips per size" in out
+    _, out, _ = _run(capsys, path, "--json")
+    h = json.loads(out)["headline"]
+    assert h["alpha_read"] == "floor" and h["alpha_s"] == pytest.approx(ALPHA, rel=0.02)
+    assert h["alpha_model_s"] > 1.3 * ALPHA  # the median of mostly slow round trips
+    assert headline.FLOOR_MIN_SAMPLES <= 6000

@@ -250,3 +250,74 @@ def test_spread_text():
     assert headline.spread_text(None, "latency") == "n/a (not measured in interleaved rounds)"
     nan = headline.RoundSpread((math.nan, math.nan), (math.nan, math.nan))
     assert headline.spread_text(nan, "bandwidth") == "n/a (no round gave a bandwidth)"
+
+
+# -- the latency floor -----------------------------------------------------------------------
+
+
+def _placements(fast_share, seed, rounds=12, reps=600):
+    """Samples of a VM whose host moves the two virtual CPUs between placements.
+
+    Each round sits in one placement: the fast one (latency A1) for `fast_share` of the rounds,
+    else 1.4x slower; within a placement the round trips are tight (1 %) with a few slow ones.
+    The bandwidth sizes get 8 round trips per round, 5 % noise.
+    """
+    gen = np.random.default_rng(seed)
+    truth = _step_and_cliff_truth(SIZES)
+    fast = np.zeros(rounds, dtype=bool)
+    fast[: max(1, round(fast_share * rounds))] = True  # at least once in every run
+    gen.shuffle(fast)
+    samples = {}
+    for n, tn in zip(SIZES, truth, strict=True):
+        small = n < EAGER
+        k = reps if small else 8
+        blocks = []
+        for r in range(rounds):
+            state = 1.0 if (fast[r] or not small) else 1.4
+            noise = 0.01 if small else 0.05
+            b = tn * state * (1 + noise * np.abs(gen.standard_normal((2, k))))
+            b[:, gen.random(k) < 0.02] *= 3  # preempted round trips
+            blocks.append(b)
+        samples[int(n)] = np.hstack(blocks)
+    return samples
+
+
+def test_floor_times_are_a_low_quantile_of_the_per_iteration_maximum():
+    a = np.vstack([np.linspace(1, 2, 10_001), np.full(10_001, 0.5)])
+    floor = headline.floor_times([8, 16], {8: a})
+    ((t, count),) = floor.values()
+    assert list(floor) == [8] and count == 10_001
+    assert t == pytest.approx(1 + headline.FLOOR_QUANTILE, rel=1e-9)  # rank 0 is the slower
+
+
+def test_the_latency_floor_is_the_same_however_long_a_run_sat_in_the_fast_placement():
+    quartile, floor = [], []
+    for seed, share in enumerate((0.05, 0.3, 0.6, 0.9)):
+        samples = _placements(share, seed)
+        t, _, _ = headline.headline_times(SIZES, np.ones(SIZES.size), samples, 12)
+        plain = headline.choose(SIZES, t)
+        h = headline.choose(SIZES, t, floor=headline.floor_times(SIZES, samples))
+        assert h.alpha_read == "floor" and plain.alpha_read == "model"
+        assert h.floor_bytes == (1, EAGER // 2) and h.alpha_model_s == plain.alpha_s
+        assert h.beta_s_per_byte == plain.beta_s_per_byte  # the bandwidth is not touched
+        assert h.why.endswith("alpha from the floor of the latency sizes (see the notes)")
+        assert h.notes[-1].startswith(f"Latency {h.alpha_s * 1e6:.3g} µs is the floor of 13")
+        quartile.append(plain.alpha_s)
+        floor.append(h.alpha_s)
+    assert max(quartile) / min(quartile) > 1.3  # the lower-quartile round follows the luck
+    assert max(floor) / min(floor) < 1.02
+    assert min(floor) == pytest.approx(A1, rel=0.02)
+
+
+def test_sizes_with_too_few_round_trips_keep_the_models_alpha():
+    samples = _placements(0.5, 0, reps=100)  # 1,200 round trips per size
+    t, _, _ = headline.headline_times(SIZES, np.ones(SIZES.size), samples, 12)
+    floor = headline.floor_times(SIZES, samples)
+    h = headline.choose(SIZES, t, floor=floor)
+    assert (
+        h.alpha_read == "model"
+        and h.floor is None
+        and h.alpha_s == headline.choose(SIZES, t).alpha_s
+    )
+    d = h.as_dict()
+    assert d["alpha_read"] == "model" and d["alpha_model_s"] == h.alpha_s

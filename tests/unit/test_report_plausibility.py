@@ -140,3 +140,21 @@ def test_the_busy_note_leads_the_headline_notes(tmp_path):
     md = (tmp_path / "summary.md").read_text()
     assert md.index("BUSY MACHINE: test") < md.index("| method (C blocking)")
     assert "before measuring 2 other process(es) running, 1-minute load 2.50" in md
+
+
+def test_headline_rows_name_the_latency_floor_and_the_models_own_alpha():
+    from pingpong_lab.apps.report.numbers import headline_numbers
+
+    sizes = 2 ** np.arange(25)
+    t = ALPHA + BETA * sizes
+    floor = {int(n): (0.8 * tn, 9000) for n, tn in zip(sizes, t, strict=True) if n <= 64}
+    h = headline.choose(sizes, t, min_r2=1.1, floor=floor)
+    n = headline_numbers({"headline": h, "x": sizes, "t": t, "per_round": None,
+                          "times": "median of all samples per size"})  # fmt: skip
+    assert n["alpha_read"] == "floor" and n["alpha_model_s"] == pytest.approx(ALPHA)
+    rows = dict((q, v) for q, v in headline_rows(n))
+    floor_row = (
+        "alpha (latency floor, from 1 B .. 64 B: the fastest 0.1 % of each size's round trips)"
+    )
+    assert rows[floor_row] == "1.2 µs"
+    assert rows["alpha of the model (typical latency, from 1 B .. 1 KiB)"] == "1.5 µs"

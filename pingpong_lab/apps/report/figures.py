@@ -43,8 +43,21 @@ def draw_headline(ax, h: headline.Headline, span, quantity: str = "time") -> Non
             )
     else:
         what = "one line" if h.method == "single line" else f"{len(h.model.segments)} lines"
-        label = f"{what}: α = {format_time(h.alpha_s)}, 1/β = {format_bandwidth(h.bandwidth_Bps)}"
+        alpha = h.alpha_s if h.floor is None else h.alpha_model_s
+        label = f"{what}: α = {format_time(alpha)}, 1/β = {format_bandwidth(h.bandwidth_Bps)}"
         plots.add_model_line(ax, h.model, span, label=label, color="black", **kw)
+    if h.floor is not None and quantity == "time":
+        lo, hi = h.floor_bytes
+        plots.add_model_line(
+            ax,
+            h.floor,
+            (lo / 1.5, hi * 1.5),
+            label=f"latency floor: α = {format_time(h.alpha_s)}",
+            color="tab:purple",
+            linestyle="--",
+            linewidth=2,
+            **kw,
+        )
     if quantity == "bandwidth" and h.beta_s_per_byte > 0:
         ax.axhline(
             h.bandwidth_Bps / GIB,
@@ -76,6 +89,13 @@ def model_plot(h: headline.Headline, read: dict):
         ax.plot(
             xs.ravel(), per_round.ravel() * 1e6, ".", color="gray", alpha=0.4, markersize=3,
             label=f"each of {per_round.shape[0]} rounds (median)",
+        )  # fmt: skip
+    if h.floor is not None and read.get("floor"):
+        lo, hi = h.floor_bytes
+        fx = [n for n in sorted(read["floor"]) if lo <= n <= hi]
+        ax.plot(
+            fx, [read["floor"][n][0] * 1e6 for n in fx], "v", color="tab:purple", markersize=4,
+            label=f"floor: fastest {100 * headline.FLOOR_QUANTILE:g} % of round trips",
         )  # fmt: skip
     draw_headline(ax, h, (float(x.min()), float(x.max())))
     ax.legend(fontsize="small")

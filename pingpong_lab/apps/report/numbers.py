@@ -16,11 +16,12 @@ SMALL_MAX = 64  # sizes up to this count as "small" for latency ratios
 def _headline(sw: Sweep) -> dict:
     """{"headline", "x", "t", "per_round", "times"} of a sweep; {"error"} when none can be read."""
     x, t, per_round, what = sw.headline_times()
+    floor = headline.floor_times(x, sw.samples) if sw.samples else None
     try:
-        h = headline.choose(x, t)
+        h = headline.choose(x, t, floor=floor)
     except ValueError as exc:
         return {"error": str(exc)}
-    return {"headline": h, "x": x, "t": t, "per_round": per_round, "times": what}
+    return {"headline": h, "x": x, "t": t, "per_round": per_round, "times": what, "floor": floor}
 
 
 def _segments(x: np.ndarray, pw: model.PiecewiseFit) -> list[dict]:
@@ -47,6 +48,9 @@ def headline_numbers(read: dict) -> dict:
         "headline_why": h.why,
         "headline_times": read["times"],
         "alpha_s": h.alpha_s,
+        "alpha_read": h.alpha_read,
+        "alpha_model_s": h.alpha_model_s if h.floor is not None else h.alpha_s,
+        "floor_bytes": list(h.floor_bytes) if h.floor_bytes else None,
         "beta_s_per_byte": h.beta_s_per_byte,
         "bandwidth_Bps": h.bandwidth_Bps,
         "n_half_bytes": h.n_half_bytes,

@@ -33,6 +33,25 @@ def _range(pair) -> str:
     return f"{format_bytes(pair[0])} .. {format_bytes(pair[1])}" if pair else "n/a"
 
 
+def _alpha_rows(n: dict) -> list[list[str]]:
+    """alpha, and when it is the latency sizes' floor, the model's own (typical) alpha too."""
+    if n.get("alpha_read") != "floor":
+        return [
+            [f"alpha (latency, from {_range(n.get('latency_bytes'))})", format_time(n["alpha_s"])]
+        ]
+    return [
+        [
+            f"alpha (latency floor, from {_range(n.get('floor_bytes'))}: the fastest 0.1 % of "
+            "each size's round trips)",
+            format_time(n["alpha_s"]),
+        ],
+        [
+            f"alpha of the model (typical latency, from {_range(n.get('latency_bytes'))})",
+            format_time(n.get("alpha_model_s")),
+        ],
+    ]
+
+
 def headline_rows(n: dict) -> list[list[str]]:
     """The latency and bandwidth rows of the headline table, from summary.json's numbers."""
     if "headline_method" not in n:
@@ -43,7 +62,7 @@ def headline_rows(n: dict) -> list[list[str]]:
         ["method (C blocking)", n["headline_label"]],
         ["why", n["headline_why"]],
         ["times read", n["headline_times"]],
-        [f"alpha (latency, from {_range(n.get('latency_bytes'))})", format_time(n["alpha_s"])],
+        *_alpha_rows(n),
         [
             "beta (inverse asymptotic bandwidth)",
             f"{beta:.4g} s/B" if is_finite_number(beta) and beta > 0 else no_bw,
