@@ -10,9 +10,10 @@ course is worked from exercises/), or wherever PINGPONG_LAB_RESULTS points. Each
 ``.npz`` (arrays) with a ``.json`` beside it (plain values: kernel, units, date), both written
 to a temporary name and renamed, so a crash never leaves half a result.
 
-``load`` never raises for a missing or unreadable file: it prints one line saying which file
-it looked for, which notebook writes it and that it uses the fallback instead, and returns the
-fallback. While nbgrader grades (grading mode) it always returns the fallback, so a grade
+``load`` says in one line what it uses: your result, which notebook wrote it and when; or, and
+it never raises for a missing or unreadable file, which file it looked for, which notebook
+writes it and that it uses the fallback instead (and returns the fallback).
+While nbgrader grades (grading mode) it always returns the fallback, so a grade
 never depends on what some earlier run left on disk.
 """
 
@@ -140,4 +141,6 @@ def load(name: str, fallback, writer: str = "an earlier notebook", directory=Non
         values = _read(folder, name)
     except (OSError, ValueError, json.JSONDecodeError) as error:
         return use_fallback(f"Could not read {path}: {error}")
-    return Loaded(values, source=f"your result {path.name} (saved {values.get('_saved', '?')})")
+    loaded = Loaded(values, source=f"your result {path.name} (saved {values.get('_saved', '?')})")
+    print(f"Using {loaded.source}, written by {writer}.")
+    return loaded

@@ -11,7 +11,7 @@ def not_grading(monkeypatch):
     monkeypatch.setenv("PINGPONG_LAB_GRADING", "0")
 
 
-def test_save_then_load_round_trip(tmp_path):
+def test_save_then_load_round_trip(tmp_path, capsys):
     handoff.save(
         "02_sweep",
         directory=tmp_path,
@@ -24,6 +24,10 @@ def test_save_then_load_round_trip(tmp_path):
     np.testing.assert_array_equal(got["nbytes"], [1, 2, 4])
     assert got["t"].dtype == np.float64 and got["kernel"] == "student C" and got["reps"] == 100
     assert "02_sweep.npz" in got.source
+    said = capsys.readouterr().out
+    assert (
+        said.startswith("Using your result 02_sweep.npz (saved ") and "an earlier notebook" in said
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["02_sweep.json", "02_sweep.npz"]
 
 
@@ -71,3 +75,14 @@ def test_objects_are_refused(tmp_path):
 def test_unknown_shipped_dataset_lists_what_exists():
     with pytest.raises(FileNotFoundError, match="ships"):
         handoff.shipped("no_such_dataset")
+
+
+def test_a_dry_run_measures_small_but_saves_and_loads_like_a_learner(tmp_path, monkeypatch):
+    from pingpong_lab.course import grading
+
+    monkeypatch.setenv("PINGPONG_LAB_QUICK", "1")
+    assert grading.scale(1000, 10) == 10 and not grading.grading_mode()
+    handoff.save("r", directory=tmp_path, x=[5])
+    assert handoff.load("r", fallback={"x": 0}, directory=tmp_path)["x"].tolist() == [5]
+    monkeypatch.setenv("PINGPONG_LAB_QUICK", "0")
+    assert grading.scale(1000, 10) == 1000

@@ -1,0 +1,147 @@
+"""A learner walks the released course from 00 to 05, every answer cell filled in, in order.
+
+What each notebook saves, the next ones load: this test answers the released notebooks
+(exercises/) with the solutions' cells, runs them one after the other in one folder as a
+learner would (not in grading mode: results are saved and loaded; a dry run,
+PINGPONG_LAB_QUICK=1, keeps every measurement small) and checks that each notebook ran to the
+end and loaded the results of the notebook that writes them, never the shipped fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from pingpong_lab.engines.pool import EnginePool
+from pingpong_lab.grader.preprocessors import engine_sizes
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = sorted(p.name for p in (ROOT / "course" / "source").iterdir() if p.is_dir())
+CELL_TIMEOUT_S = 600  # a deadline for a hung cell, not a speed target
+
+_LOAD = re.compile(r"handoff\.load\(\s*\"([^\"]+)\"")
+_SAVE = re.compile(r"(?:save_result|handoff\.save)\(\s*\"([^\"]+)\"")
+
+
+def answered(name: str) -> nbformat.NotebookNode:
+    """The released notebook `name` with every answer cell as the solution writes it."""
+    released = nbformat.read(ROOT / "exercises" / name / f"{name}.ipynb", as_version=4)
+    solution = nbformat.read(ROOT / "solutions" / name / f"{name}.ipynb", as_version=4)
+    answers = {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in solution.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    for cell in released.cells:
+        grade = cell.metadata.get("nbgrader", {})
+        if grade.get("solution"):
+            cell.source = answers[grade["grade_id"]]
+    return released
+
+
+def _code(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def _text_out(nb) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o["text"])
+            elif "data" in o and "text/plain" in o["data"]:
+                out.append(o["data"]["text/plain"])
+    return "".join(out)
+
+
+@pytest.fixture(scope="module")
+def walked(tmp_path_factory):
+    """{name: executed notebook} of the whole course, walked in order in one folder."""
+    root = tmp_path_factory.mktemp("walk")
+    results = root / "my_results"
+    env = {
+        "PINGPONG_LAB_QUICK": "1",
+        "PINGPONG_LAB_GRADING": "0",
+        "PINGPONG_LAB_RESULTS": str(results),
+        "PINGPONG_LAB_PROGRESS": "0",
+        "MPLBACKEND": "Agg",
+    }
+    saved_env = {k: os.environ.get(k) for k in env}
+    done = {}
+    with EnginePool() as pool:
+        os.environ.update(env | pool.env)
+        try:
+            for name in NAMES:
+                nb = answered(name)
+                folder = root / name
+                folder.mkdir()
+                pool.ready(sorted(engine_sizes(nb.cells)))
+                client = NotebookClient(
+                    nb,
+                    timeout=CELL_TIMEOUT_S,
+                    kernel_name="python3",
+                    resources={"metadata": {"path": str(folder)}},
+                    allow_errors=True,
+                )
+                client.execute()
+                (folder / f"{name}.ipynb").write_text(json.dumps(nb, indent=1))
+                done[name] = nb
+        finally:
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            os.environ.pop("PINGPONG_LAB_ENGINE_POOL", None)
+    return done, results
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_answered_release_runs_to_the_end_without_an_error(walked, name):
+    done, _ = walked
+    errors = [
+        f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
+        for i, cell in enumerate(done[name].cells)
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
+    assert errors == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_notebook_loads_what_the_earlier_ones_saved_not_the_shipped_data(walked, name):
+    done, results = walked
+    nb = done[name]
+    out = _text_out(nb)
+    assert "No saved result" not in out and "Could not read" not in out
+    for loaded in _LOAD.findall(_code(nb)):
+        writers = [n for n in NAMES if n < name and loaded in _SAVE.findall(_code(done[n]))]
+        assert writers, f"{name} loads {loaded!r}, which no earlier notebook saves"
+        assert f"Using your result {loaded}.npz" in out, f"{name} did not use its own {loaded}"
+        assert (results / f"{loaded}.npz").is_file()
+
+
+def test_every_name_a_released_cell_reads_is_given_to_the_learner():
+    """A name that a later cell reads is defined outside the answer blocks (`x = None` to
+    replace, a function's signature), so the released notebook says what to call it.
+
+    ruff's undefined-name check on exercises/ (answer blocks are empty there) finds any that
+    only the solution defines."""
+    import shutil
+    import subprocess
+
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed (make setup installs it)")
+    run = subprocess.run(
+        [ruff, "check", "--select", "F821", "--output-format", "concise", "--no-cache",
+         str(ROOT / "exercises")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout
