@@ -9,7 +9,7 @@
  * iteration i in seconds on ranks that start an exchange; other ranks write NaN there.
  *
  * The method (two buffers, stamped payload, untimed checks, "ready" message) is described once,
- * in README.md, "The method".
+ * in docs/method.md.
  */
 #ifndef PP_UTIL_H
 #define PP_UTIL_H

@@ -9,7 +9,7 @@ exchange and NaN on the others (answering or idle ranks); `n_corrupt` counts the
 rank received that differ from the payload sent. With batch=k each sample is the mean round trip
 of k back-to-back exchanges (for round trips too short for the timer); the payload changes from
 sample to sample. The method (buffers, payload, untimed checks) is described once, in
-README.md, "The method".
+docs/method.md.
 
 - ``blocking``: buffer-mode ``Send``/``Recv`` on byte arrays (no pickling, like C).
 - ``nonblocking``: ``Isend``/``Irecv`` and ``Waitall``.

@@ -2,7 +2,7 @@
 
 Byte j of iteration i is (7*j + j//256 + 13*i + 1) mod 256, so a stale echo (last iteration's
 message), a shifted or a truncated one never matches. The kernels send a variant that changes
-only at both ends (Stamps; README.md, "The method"); students' ping-pongs are checked with
+only at both ends (Stamps; docs/method.md); students' ping-pongs are checked with
 fill / matches.
 """
 
