@@ -2,7 +2,7 @@
 
 In Jupyter a bar is a widget; in a terminal it is drawn on stderr. No bar is shown:
 
-- while grading (PINGPONG_LAB_GRADING, see course.grading.mode): nbgrader scores anything a
+- while grading (PINGPONG_LAB_GRADING, see runtime): nbgrader scores anything a
   test cell writes to stderr as a failure, and graded output should be the same every time;
 - when stderr is not a terminal outside Jupyter (a log file, a pipe, CI): a bar redrawn there
   is noise, and the lines the loops print already say how far they are;
@@ -11,9 +11,10 @@ In Jupyter a bar is a widget; in a terminal it is drawn on stderr. No bar is sho
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
+
+from . import runtime
 
 __all__ = ["bar", "disabled", "echo"]
 
@@ -21,11 +22,7 @@ __all__ = ["bar", "disabled", "echo"]
 def disabled() -> bool | None:
     """True when bars are off (grading, PINGPONG_LAB_PROGRESS=0); None lets tqdm decide
     (a widget in Jupyter, on stderr only when it is a terminal)."""
-    from .course.grading.mode import grading_mode
-
-    if grading_mode():
-        return True
-    if os.environ.get("PINGPONG_LAB_PROGRESS", "").strip().lower() in ("0", "false", "no"):
+    if runtime.grading_mode() or runtime.progress_off():
         return True
     return None
 

@@ -7,265 +7,27 @@
     pingpong-lab bench [--np 2] [--out bench-results]         # are our numbers fair? (peers)
     pingpong-lab --version
 
-Bad arguments give one line on stderr and exit status 2; a failed run exits with 1.
+Each command is a module of pingpong_lab.apps with `parser()` and `main(argv) -> int`, imported
+only when it runs; COMMANDS names them. Bad arguments give one line on stderr and exit status
+2; a failed run exits with 1.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import re
-import subprocess
+import importlib
 import sys
 
-from ..data import results
-from ..errors import PingPongLabError
-from ..mpi import environment, jobs, link, measure
-from ..mpi.processes import run_group
-from ..mpi.settings import TRANSPORTS, SweepSettings
-from ..progress import bar
-
-DEFAULT_TIMEOUT_S = 1800
+COMMANDS = {
+    "sweep": "pingpong_lab.apps.sweep",
+    "fit": "pingpong_lab.apps.fit",
+    "report": "pingpong_lab.apps.report",
+    "bench": "pingpong_lab.apps.bench",
+}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump, exit 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _number(kind, lowest, what, strictly=False):
-    """An argparse type: parse with `kind`, refuse values below `lowest` with a clear message."""
-
-    def parse(text: str):
-        try:
-            value = kind(text, 0) if kind is int else kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value < lowest or (strictly and value == lowest):
-            sign = "negative" if value < 0 else "out of range"
-            bound = f"greater than {lowest}" if strictly else f"at least {lowest}"
-            raise argparse.ArgumentTypeError(f"{text} is {sign}: it must be {bound}")
-        return value
-
-    return parse
-
-
-_size = _number(int, 0, "a whole number of bytes")
-_positive_int = _number(int, 1, "a whole number")
-_positive_float = _number(float, 0.0, "a number", strictly=True)
-
-
-def sweep_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pingpong-lab sweep", description="Ping-pong sweep over message sizes.")
-    p.add_argument("--np", type=_positive_int, default=2, help="MPI ranks (default 2)")
-    p.add_argument("--kernel", choices=measure.KINDS, default="c")
-    p.add_argument("--mode", choices=measure.MODES, default="blocking")
-    p.add_argument("--min-bytes", type=_size, default=1)
-    p.add_argument("--max-bytes", type=_size, default=64 << 20)
-    p.add_argument("--out", default="results.csv", help="CSV file (+ .json and .samples.npz)")
-    p.add_argument(
-        "--reps",
-        type=_positive_int,
-        help="fixed repetitions, one round (default: adaptive); with --rounds: per round",
-    )
-    p.add_argument(
-        "--rounds",
-        type=_positive_int,
-        help="measure in this many interleaved rounds, each running every size once (about "
-        "--target-time per size and round); steadier numbers on a busy machine, and the "
-        "spread between rounds (--ci and --budget are then not used)",
-    )
-    for flag, default, text in (
-        (
-            "--ci",
-            measure.REL_CI,
-            "stop a size once the median's 95%% CI is within +/- this fraction",
-        ),
-        ("--budget", measure.BUDGET_S, "... or after this many seconds on the size"),
-        ("--target-time", measure.TARGET_S, "seconds of the first round at each size"),
-    ):
-        p.add_argument(
-            flag, type=_positive_float, default=default, help=f"{text} (default %(default)g)"
-        )
-    p.add_argument(
-        "--shared-buffer",
-        action="store_true",
-        help="one buffer for send and receive instead of two (OSU)",
-    )
-    p.add_argument(
-        "--transport",
-        choices=sorted(TRANSPORTS),
-        default="default",
-        help="tcp forces TCP loopback between local ranks (MPICH)",
-    )
-    p.add_argument(
-        "--link",
-        metavar="SETTINGS",
-        help="rate=1gbit[,burst=128kb,latency=50ms,mtu=9000] (root): each rank in its own "
-        "network namespace, joined over TCP by veth cables limited to this rate (tbf) on a "
-        "bridge",
-    )
-    p.add_argument("--library", help="C kernel library (default kernels_c/build/libpingpong.so)")
-    p.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=DEFAULT_TIMEOUT_S,
-        help="seconds before the whole run is stopped (default 1800)",
-    )
-    return p
-
-
-def _fail(message: str, code: int = 1) -> int:
-    print(f"pingpong-lab sweep: error: {message}", file=sys.stderr)
-    return code
-
-
-def run_sweep(argv) -> int:
-    parser = sweep_parser()
-    a = parser.parse_args(argv)
-    if a.max_bytes < a.min_bytes:
-        parser.error(f"--max-bytes {a.max_bytes} is smaller than --min-bytes {a.min_bytes}")
-    if a.kernel == "c" and a.mode == "pickle":
-        parser.error("--mode pickle exists only for --kernel python")
-    link_spec = None
-    if a.link is not None:
-        if a.transport not in ("default", "tcp"):
-            parser.error(f"--link runs the ranks over TCP, not --transport {a.transport}")
-        a.transport = "tcp"
-        try:
-            link_spec = link.parse_link(a.link)
-        except ValueError as exc:
-            parser.error(f"--link: {exc}")
-    try:
-        settings = SweepSettings(
-            kind=a.kernel,
-            mode=a.mode,
-            sizes=measure.message_sizes(a.min_bytes, a.max_bytes),
-            reps=a.reps,
-            rounds=a.rounds,
-            target_s=a.target_time,
-            rel_ci=a.ci,
-            budget_s=a.budget,
-            shared_buffer=a.shared_buffer,
-            library=a.library,
-            transport=a.transport,
-        )
-    except ValueError as exc:
-        parser.error(str(exc))
-    problem = launch_problem(settings, a.np, a.out)
-    if problem:
-        parser.error(problem)
-    if link_spec is not None:
-        if a.np > link.MAX_RANKS:
-            parser.error(f"--link joins at most {link.MAX_RANKS} ranks, not {a.np}")
-        return launch_sweep(settings, a.np, a.out, timeout_s=a.timeout, link_spec=link_spec)
-    return launch_sweep(settings, a.np, a.out, timeout_s=a.timeout)
-
-
-def launch_problem(settings: SweepSettings, np_: int, out) -> str | None:
-    """Why `settings` cannot run on np_ ranks into `out` (None when it can)."""
-    if np_ < 2:
-        return f"--np {np_}: a ping-pong needs at least 2 ranks"
-    if settings.mode == "pairwise" and np_ % 2:
-        return f"--np {np_}: the pairwise exchange needs an even number of ranks"
-    try:
-        results.check_writable(out)
-    except OSError as exc:
-        return str(exc)
-    return None
-
-
-def launch_sweep(
-    settings: SweepSettings,
-    np_: int,
-    out,
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    link_spec: link.LinkSpec | None = None,
-) -> int:
-    """Run the "sweep" job (`settings` on np_ ranks under mpiexec, results into `out`).
-
-    The path `pingpong-lab sweep` and `pingpong-lab report` share. With `link_spec`, every
-    rank runs in its own network namespace behind an emulated link (mpi/link.py), removed
-    again however the run ends. Returns the exit status: 0, or 1 after one line on stderr.
-    """
-    problem = launch_problem(settings, np_, out) or (link_spec and link.problem())
-    if problem:
-        return _fail(problem)
-    try:
-        mpiexec = environment.mpiexec()
-        if settings.kind == "c":
-            from ..mpi import ckernels
-
-            ckernels.preflight(settings.library or ckernels.DEFAULT_LIBRARY)
-    except (PingPongLabError, FileNotFoundError) as exc:
-        return _fail(str(exc))
-    if np_ > environment.cpu_count():
-        print(
-            f"warning: {np_} ranks on {environment.cpu_count()} cores: timings are oversubscribed",
-            file=sys.stderr,
-        )
-    spec = {**settings.to_dict(), "out": os.path.abspath(out)}
-    env = {**os.environ, **TRANSPORTS[settings.transport]}
-    env.pop(environment.LINK_ENV, None)
-    if link_spec is None:
-        return _run_job(jobs.command("sweep", spec, np_, launcher=mpiexec), env, timeout_s)
-    try:
-        with link.EmulatedLink(link_spec, np_) as net:
-            print(f"emulated link: {net.describe()}", flush=True)
-            cmd = net.command(mpiexec, jobs.program("sweep", spec))
-            return _run_job(cmd, {**env, **net.env}, timeout_s)
-    except link.LinkError as exc:
-        return _fail(str(exc))
-    except KeyboardInterrupt:  # a signal while the link was being built or removed
-        return _fail("interrupted; the emulated link was removed")
-
-
-SIZE_DONE = re.compile(r"^\[\s*(\d+)/(\d+)\]")
-"""A progress line of the sweep job: "[ 3/27] ..." (measure._print_progress)."""
-
-
-def _run_job(cmd, env, timeout_s: float) -> int:
-    """Run an mpiexec job in its own process group; forward its stdout; never leave it behind.
-
-    The job's "[k/n]" lines also move a progress bar on stderr (only at a terminal).
-    """
-    forward = True
-    sizes = bar(desc="sweep", total=0, leave=False)
-
-    def echo(line: str) -> None:
-        nonlocal forward
-        done = SIZE_DONE.match(line)
-        if done:
-            sizes.total = int(done.group(2))
-            sizes.update(int(done.group(1)) - sizes.n)
-        if forward:
-            try:
-                sizes.write(line, end="", file=sys.stdout)
-                sys.stdout.flush()
-            except BrokenPipeError:  # e.g. piped into `head`: keep measuring, stop echoing
-                forward = False
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-    try:
-        with sizes:
-            proc = run_group(cmd, timeout_s, env=env, on_line=echo)
-    except subprocess.TimeoutExpired:
-        return _fail(f"the MPI job did not finish within {timeout_s:g} s and was stopped")
-    except KeyboardInterrupt:
-        return _fail("interrupted; the MPI job was stopped")
-    if proc.returncode == 0:
-        return 0
-    errors = proc.stderr.splitlines()
-    ours = [ln.strip() for ln in errors if ln.startswith("pingpong-lab")]
-    if ours:
-        print(ours[0], file=sys.stderr)
-        return 1
-    tail = " | ".join(ln.strip() for ln in errors if ln.strip())[-600:]
-    return _fail(f"the MPI job failed (exit status {proc.returncode}): {tail}")
-
-
-COMMANDS = ("sweep", "fit", "report", "bench")
+def command(name: str):
+    """The module of command `name` (KeyError for an unknown one)."""
+    return importlib.import_module(COMMANDS[name])
 
 
 def main(argv=None) -> int:
@@ -279,23 +41,11 @@ def main(argv=None) -> int:
 
         print(f"pingpong-lab {__version__}")
         return 0
-    command, rest = argv[0], argv[1:]
-    if command == "sweep":
-        return run_sweep(rest)
-    if command == "fit":
-        from . import fit
-
-        return fit.main(rest)
-    if command == "report":
-        from . import report
-
-        return report.main(rest)
-    if command == "bench":
-        from . import bench
-
-        return bench.main(rest)
-    print(f"pingpong-lab: error: unknown command {command!r}; {usage}", file=sys.stderr)
-    return 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"pingpong-lab: error: unknown command {name!r}; {usage}", file=sys.stderr)
+        return 2
+    return command(name).main(rest)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
         description="Fit the latency-bandwidth model T(b) = alpha + beta*b to a sweep CSV.",
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 usage or input error)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = _parser().parse_args(argv)
+        args = parser().parse_args(argv)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. polyfit conditioning; the fit still stands
             result, fit = run(args)

@@ -9,8 +9,8 @@
 
 A rank that has not finished a step within `stuck_after_s` seconds reports where it stands and
 ends its process; mpiexec then ends the other rank, and the whole job is killed at a deadline
-in any case (mpi.processes.run_group), so nothing is left running. The job is "break-it" in the
-job registry (mpi.jobs).
+in any case (mpi.processes.run_group), so nothing is left running. The job is `experiment_job`
+(a job of mpi.jobs).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class _Watchdog:
         os._exit(3)
 
 
+@jobs.job
 def experiment_job(spec: dict, comm) -> int:
     """The "break-it" job (each of 2 ranks): run one experiment, write rank<r>.json."""
     from mpi4py import MPI
@@ -135,7 +136,7 @@ def run(
             "out_dir": out_dir,
         }
         try:
-            proc = run_group(jobs.command("break-it", spec, 2), timeout)
+            proc = run_group(jobs.command(experiment_job, spec, 2), timeout)
         except subprocess.TimeoutExpired:
             proc = None
         reports = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("rank*.json"))]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import runtime
 from .grading.mode import grading_mode
 
 __all__ = ["Loaded", "load", "results_dir", "save", "shipped"]
@@ -49,7 +50,7 @@ class Loaded(dict):
 
 def results_dir() -> Path:
     """PINGPONG_LAB_RESULTS, else my_results/ in the parent of the working directory."""
-    env = os.environ.get(RESULTS_ENV, "").strip()
+    env = runtime.setting(RESULTS_ENV)
     return Path(env) if env else Path.cwd().parent / "my_results"
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime import atomic_write
 from . import schema
 from .schema import RUN_COLUMNS, SweepRow
 
@@ -60,15 +61,6 @@ def check_writable(path) -> Path:
     return p
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _text(value) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
@@ -103,10 +95,10 @@ def write_results(
     if raw:
         npz = io.BytesIO()
         np.savez_compressed(npz, **{f"n{int(n)}": a for n, a in raw.items()})
-        _atomic_write_bytes(samples_path(path), npz.getvalue())
+        atomic_write(samples_path(path), npz.getvalue())
         info["samples_file"] = samples_path(path).name
-    _atomic_write_bytes(sidecar_path(path), json.dumps(info, indent=2, default=str).encode())
-    _atomic_write_bytes(path, buf.getvalue().encode())
+    atomic_write(sidecar_path(path), json.dumps(info, indent=2, default=str))
+    atomic_write(path, buf.getvalue())
     return path
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import psutil
 
+from .. import runtime
 from ..errors import ClusterStartError, DeadlockError, EngineCrashError, RemoteError
 from ..mpi import environment
 from . import slurm_launch
@@ -80,7 +81,7 @@ def _pong() -> int:
 
 def pool_entry(n: int) -> Path | None:
     """The file that lends pre-started engines of size n to this process, if there is one."""
-    folder = os.environ.get(POOL_ENV)
+    folder = runtime.setting(POOL_ENV)
     if not folder:
         return None
     entry = Path(folder) / f"{n}.json"
@@ -302,11 +303,8 @@ class MPICluster:
         if not self._profile_dir:
             return
         pid_file = os.path.join(self._profile_dir, "pids.json")
-        tmp = pid_file + ".tmp"
         try:
-            with open(tmp, "w") as f:
-                json.dump(sorted(self._pids), f)
-            os.replace(tmp, pid_file)
+            runtime.atomic_write(pid_file, json.dumps(sorted(self._pids)))
         except OSError:
             pass
 

@@ -21,11 +21,11 @@ watchdog, or the grading sandbox). One pool must never serve two students.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from .. import runtime
 from ..errors import ClusterStartError
 from .cluster import POOL_ENV, MPICluster
 from .watchdog import end_processes
@@ -77,9 +77,7 @@ class EnginePool:
             return
         self.starts += 1
         self.clusters[n] = cluster
-        tmp = self.entry(n).with_suffix(".tmp")
-        tmp.write_text(json.dumps(cluster.lent))
-        os.replace(tmp, self.entry(n))
+        runtime.atomic_write(self.entry(n), json.dumps(cluster.lent))
 
     def close(self) -> None:
         """Stop every engine of the pool and remove its folder.

@@ -32,6 +32,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from .. import runtime
+
 LAUNCHERS = ("mpiexec", "slurm", "srun", "sbatch")
 LAUNCHER_VARIABLE = "PINGPONG_LAB_LAUNCHER"
 
@@ -52,7 +54,7 @@ exec srun --mpi={srun_mpi} {program_and_args} --mpi
 
 def choose(launcher: str | None) -> str:
     """The launcher to use: "mpiexec", "srun" (a step of this allocation) or "sbatch"."""
-    name = launcher or os.environ.get(LAUNCHER_VARIABLE) or "mpiexec"
+    name = launcher or runtime.setting(LAUNCHER_VARIABLE) or "mpiexec"
     if name not in LAUNCHERS:
         where = "launcher" if launcher else f"${LAUNCHER_VARIABLE}"
         raise ValueError(f"{where} must be one of {', '.join(LAUNCHERS)}, got {name!r}")
@@ -63,7 +65,7 @@ def choose(launcher: str | None) -> str:
 
 def srun_mpi() -> str:
     """The srun MPI plugin the engines use (pmi2 unless $PINGPONG_LAB_SRUN_MPI says)."""
-    return os.environ.get("PINGPONG_LAB_SRUN_MPI") or "pmi2"
+    return runtime.setting("PINGPONG_LAB_SRUN_MPI") or "pmi2"
 
 
 def _require(command: str) -> str:
@@ -83,7 +85,7 @@ def srun_command() -> list[str]:
 
 def shared_dir() -> str:
     """A folder for the profile of engines started by sbatch (see the module's docstring)."""
-    folder = os.environ.get("PINGPONG_LAB_SLURM_DIR") or str(
+    folder = runtime.setting("PINGPONG_LAB_SLURM_DIR") or str(
         Path.home() / ".cache" / "pingpong-lab"
     )
     Path(folder).mkdir(parents=True, exist_ok=True)
@@ -103,7 +105,7 @@ def configure_batch(config, env: dict, profile_dir: str) -> None:
     launcher.batch_template = ENGINE_JOB_TEMPLATE
     launcher.batch_file_name = os.path.join(profile_dir, "engines.sbatch")  # absolute: wins
     launcher.environment = dict(env)
-    extra = shlex.split(os.environ.get("PINGPONG_LAB_SBATCH_OPTIONS", ""))
+    extra = shlex.split(runtime.setting("PINGPONG_LAB_SBATCH_OPTIONS"))
     launcher.namespace = {
         "srun_mpi": srun_mpi(),
         "sbatch_options": "\n".join(f"#SBATCH {shlex.quote(opt)}" for opt in extra),

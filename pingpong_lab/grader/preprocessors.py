@@ -18,6 +18,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
 from traitlets import Bool, Dict, Integer, List, Unicode
 
+from .. import runtime
 from ..course.cells import is_c_cell, is_test
 from ..engines.pool import EnginePool
 from .audit import audit_notebook
@@ -240,7 +241,7 @@ def grading_env() -> dict[str, str]:
     this process has it (`PINGPONG_LAB_GRADING=0 nbgrader ...` grades at full size), 1 when
     unset. Set on their command line, never in this process's environment, so that a Jupyter
     server running Formgrader or Validate starts its other kernels as they were."""
-    return {GRADING_VAR: os.environ.get(GRADING_VAR, "1")}
+    return {GRADING_VAR: runtime.setting(GRADING_VAR, "1")}
 
 
 def memory_limit_prefix(limit_mb: int) -> list[str]:

@@ -26,6 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import runtime
+
 REPO = Path(__file__).resolve().parents[2]  # the course's code, notebooks and C kernels
 
 
@@ -62,7 +64,7 @@ def grading_args(course: Path, work: Path) -> list[str]:
     # hidden: the grader's home, any exchange, and the private /tmp, /dev/shm, /var/tmp (MPI
     # names its shared-memory segments after process ids, which repeat between sandboxes)
     hidden = [Path.home().resolve()]
-    exchange = os.environ.get("PINGPONG_LAB_EXCHANGE")
+    exchange = runtime.setting("PINGPONG_LAB_EXCHANGE")
     if exchange:
         hidden.append(Path(exchange).resolve())
     hidden = [h for h in hidden if h != Path("/") and h.is_dir()]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import runtime
 from ..errors import ABIMismatchError, CompileError, KernelError
 from . import environment
 
@@ -181,7 +182,7 @@ def c_kernel(mode: str, path=DEFAULT_LIBRARY):
 # -- learners' C ------------------------------------------------------------------------------
 def build_dir() -> Path:
     """Where compiled learner libraries go (override with $PINGPONG_LAB_BUILD)."""
-    root = os.environ.get("PINGPONG_LAB_BUILD") or (Path.home() / ".cache" / "pingpong-lab")
+    root = runtime.setting("PINGPONG_LAB_BUILD") or (Path.home() / ".cache" / "pingpong-lab")
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path

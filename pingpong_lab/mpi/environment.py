@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import runtime
 from ..errors import MPINotFoundError
 
 TRANSPORT_VARS = ("MPIR_CVAR_", "UCX_", "FI_", "MPICH_", "OMPI_MCA_", "I_MPI_")
@@ -355,7 +356,7 @@ def provenance(comm, **fields) -> dict:
         "timer_wtick_s": MPI.Wtick(),
         "timer_resolution_measured_s": measured_timer_resolution(MPI.Wtime),
         "transport_env": transport_settings(),
-        "link": os.environ.get(LINK_ENV) or None,
+        "link": runtime.setting(LINK_ENV) or None,
         "command": " ".join(sys.argv),
     }
     info.update(fields)

@@ -1,8 +1,7 @@
 """Measuring: choose repetitions, run a kernel on every rank, keep every sample, summarise.
 
-All functions here run on every rank of `comm` at once (SPMD): under plain mpiexec (the job
-registry's "sweep": `python -m pingpong_lab.mpi.jobs sweep SPEC`) or on ipyparallel engines
-(`MPICluster.run(sweep, ...)`).
+All functions here run on every rank of `comm` at once (SPMD): under plain mpiexec (`sweep_job`,
+a job of mpi.jobs) or on ipyparallel engines (`MPICluster.run(sweep, ...)`).
 Ranks agree on repetition counts (Allreduce MAX) and on failures (no rank is left waiting in a
 kernel when another gave up). Rank 0 gets the results; the other ranks get None.
 """
@@ -19,7 +18,7 @@ from ..analysis import stats
 from ..data import results
 from ..data.schema import SweepRow
 from ..errors import KernelError, PayloadError, PingPongLabError
-from . import environment, kernels
+from . import environment, jobs, kernels
 from .settings import BUDGET_S, KINDS, MAX_REPS, MIN_REPS, MODES, REL_CI, TARGET_S, SweepSettings
 
 __all__ = [
@@ -356,6 +355,7 @@ def _print_progress(index, total, row: SweepRow, seconds, counter: bool = True):
     )
 
 
+@jobs.job
 def sweep_job(spec: dict, comm) -> int:
     """The "sweep" job (every rank): measure, then rank 0 writes the results.
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from pingpong_lab import __version__
-from pingpong_lab.apps import cli
+from pingpong_lab.apps import cli, sweep
 
 
 def _main(capsys, *argv):
@@ -61,7 +61,7 @@ PROGRESS_JOB = "print('[ 1/2] first size'); print('[ 2/2] second size'); print('
 
 
 def test_the_sweep_jobs_lines_pass_through_and_no_bar_reaches_a_log(capfd):
-    code = cli._run_job([sys.executable, "-c", PROGRESS_JOB], None, 60)
+    code = sweep._run_job([sys.executable, "-c", PROGRESS_JOB], None, 60)
     out, err = capfd.readouterr()
     assert code == 0
     assert out.splitlines() == ["[ 1/2] first size", "[ 2/2] second size", "wrote x.csv"]
@@ -73,6 +73,6 @@ def test_at_a_terminal_the_sweep_jobs_lines_move_a_bar(monkeypatch, capsys):
     monkeypatch.delenv("PINGPONG_LAB_PROGRESS", raising=False)
     terminal = Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    assert cli._run_job([sys.executable, "-c", PROGRESS_JOB], None, 60) == 0
+    assert sweep._run_job([sys.executable, "-c", PROGRESS_JOB], None, 60) == 0
     assert "2/2" in terminal.getvalue()
     assert "wrote x.csv" in capsys.readouterr().out

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pingpong_lab.analysis import headline
-from pingpong_lab.apps import cli, report
+from pingpong_lab.apps import report, sweep
 from pingpong_lab.mpi import measure
 from pingpong_lab.mpi.settings import SweepSettings
 
@@ -68,9 +68,9 @@ def test_rounds_are_a_setting_of_the_sweep_and_of_the_command_line(monkeypatch, 
     with pytest.raises(ValueError, match="rounds must be at least 1"):
         SweepSettings(sizes=[1], rounds=0)
     launched = []
-    monkeypatch.setattr(cli, "launch_sweep", lambda s, n, out, **kw: launched.append(s) or 0)
+    monkeypatch.setattr(sweep, "launch_sweep", lambda s, n, out, **kw: launched.append(s) or 0)
     out = str(tmp_path / "r.csv")
-    assert cli.run_sweep(["--max-bytes", "4", "--rounds", "5", "--out", out]) == 0
+    assert sweep.main(["--max-bytes", "4", "--rounds", "5", "--out", out]) == 0
     assert launched[-1].rounds == 5 and launched[-1].reps is None
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pingpong_lab.apps import cli, report
+from pingpong_lab.apps import report, sweep
 from pingpong_lab.course import notebook
 from pingpong_lab.mpi import jobs, measure
 from pingpong_lab.mpi.settings import BUDGET_S, REL_CI, TARGET_S, TRANSPORTS, SweepSettings
@@ -24,7 +24,7 @@ def test_defaults_are_the_measuring_constants_and_sizes_become_whole_numbers():
     )
     assert (s.target_s, s.rel_ci, s.budget_s) == (TARGET_S, REL_CI, BUDGET_S)
     assert s.sizes == (1, 2, 4) and all(type(n) is int for n in s.sizes)
-    assert measure.TARGET_S == TARGET_S and cli.TRANSPORTS is TRANSPORTS
+    assert measure.TARGET_S == TARGET_S and sweep.TRANSPORTS is TRANSPORTS
 
 
 def test_settings_round_trip_through_a_dict_and_json():
@@ -69,7 +69,8 @@ def test_from_dict_names_unknown_and_missing_keys():
 
 def test_the_sweep_job_spec_is_the_settings_plus_the_output_path():
     s = SweepSettings(sizes=[1, 2], transport="tcp", reps=40)
-    cmd = jobs.command("sweep", {**s.to_dict(), "out": "/tmp/r.csv"}, 2, launcher="mpiexec")
+    spec = {**s.to_dict(), "out": "/tmp/r.csv"}
+    cmd = jobs.command(measure.sweep_job, spec, 2, launcher="mpiexec")
     spec = json.loads(cmd[-1])
     assert spec.pop("out") == "/tmp/r.csv" and SweepSettings.from_dict(spec) == s
 
@@ -97,10 +98,10 @@ def test_the_keyword_sweep_checks_its_settings_before_measuring():
 
 def test_the_cli_and_the_report_launch_settings_through_the_same_function(monkeypatch, tmp_path):
     launched = []
-    monkeypatch.setattr(cli, "launch_sweep", lambda s, n, out, **kw: launched.append((s, n)) or 0)
+    monkeypatch.setattr(sweep, "launch_sweep", lambda s, n, out, **kw: launched.append((s, n)) or 0)
     out = str(tmp_path / "r.csv")
     args = ["--np", "4", "--kernel", "python", "--mode", "pairwise", "--max-bytes", "4"]
-    assert cli.run_sweep([*args, "--reps", "7", "--transport", "tcp", "--out", out]) == 0
+    assert sweep.main([*args, "--reps", "7", "--transport", "tcp", "--out", out]) == 0
     settings, ranks = launched.pop()
     assert ranks == 4 and settings == SweepSettings(
         kind="python", mode="pairwise", sizes=[1, 2, 4], reps=7, transport="tcp"
@@ -116,10 +117,10 @@ def test_the_cli_and_the_report_launch_settings_through_the_same_function(monkey
 
 def test_launch_problems_are_found_before_mpiexec(tmp_path):
     s = SweepSettings(mode="pairwise", sizes=[8])
-    assert "at least 2 ranks" in cli.launch_problem(s, 1, tmp_path / "r.csv")
-    assert "even number of ranks" in cli.launch_problem(s, 3, tmp_path / "r.csv")
-    assert "is a directory" in cli.launch_problem(s, 2, tmp_path)
-    assert cli.launch_problem(s, 2, tmp_path / "r.csv") is None
+    assert "at least 2 ranks" in sweep.launch_problem(s, 1, tmp_path / "r.csv")
+    assert "even number of ranks" in sweep.launch_problem(s, 3, tmp_path / "r.csv")
+    assert "is a directory" in sweep.launch_problem(s, 2, tmp_path)
+    assert sweep.launch_problem(s, 2, tmp_path / "r.csv") is None
 
 
 class _Cluster:
@@ -144,3 +145,19 @@ def test_the_notebook_sweep_sends_one_settings_object_per_size_and_gets_dict_row
             kind="python", mode="blocking", sizes=[size], reps=5, target_s=0.05
         )
     assert [r["nbytes"] for r in rows] == [8, 64] and rows[0]["t_median_s"] == 2e-6
+
+
+def test_a_job_is_named_by_its_module_and_only_marked_functions_run():
+    assert jobs.target(measure.sweep_job) == "pingpong_lab.mpi.measure:sweep_job"
+    assert jobs.resolve("pingpong_lab.mpi.measure:sweep_job") is measure.sweep_job
+    with pytest.raises(ValueError, match="not a job"):
+        jobs.command(measure.message_sizes, {}, 2, launcher="mpiexec")
+    for name in ("os:system", "pingpong_lab.mpi.measure:message_sizes", "no-colon"):
+        with pytest.raises(ValueError, match="not a job"):
+            jobs.resolve(name)
+    assert jobs.main(["os:system", "{}"]) == 2
+
+
+def test_the_job_module_names_itself_also_when_run_as_main():
+    assert jobs.MODULE == jobs.__name__ == "pingpong_lab.mpi.jobs"
+    assert jobs.program(measure.sweep_job, {})[2] == jobs.MODULE

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import importlib
 import json
 import math
 import os
@@ -52,6 +51,7 @@ from ...mpi.processes import run_group
 from ...progress import bar, echo
 from .. import netpipe
 from ..hardware import HW_FLOOR, parse_hw_floor
+from . import peers
 from .peers import (
     FULL_SWEEP,
     JOB_TIMEOUT_S,
@@ -91,7 +91,7 @@ def _run(cmd, timeout=JOB_TIMEOUT_S, env=None) -> subprocess.CompletedProcess:
 def _mpiexec_job(np_: int, spec: dict, timeout=JOB_TIMEOUT_S) -> dict:
     with tempfile.TemporaryDirectory(prefix="pingpong-bench-") as tmp:
         spec = {**spec, "out": str(Path(tmp) / "round.json")}
-        _run(jobs.command("bench-round", spec, np_), timeout=timeout)
+        _run(jobs.command(peers.round_job, spec, np_), timeout=timeout)
         data = json.loads(Path(spec["out"]).read_text())
     for key in ("c", "py"):  # JSON keys are strings
         data[key] = {int(k): v for k, v in (data[key] or {}).items()}
@@ -161,8 +161,7 @@ class Bench:
             self.provenance = job["provenance"]
         # B: the same C kernel on the engines
         # by reference to the importable module (not __main__, which would be pickled by value)
-        func = importlib.import_module("pingpong_lab.apps.bench.peers").c_fixed_sizes
-        eng = cluster.run(func, spec["c_sizes_reps"], timeout=JOB_TIMEOUT_S)[0]
+        eng = cluster.run(peers.c_fixed_sizes, spec["c_sizes_reps"], timeout=JOB_TIMEOUT_S)[0]
         rec["engines_c"] = {int(k): v for k, v in eng.items()}
         # C: the OSU way (OSU iteration counts, mean) with the same C kernel
         if have_pp:
@@ -193,7 +192,7 @@ class Bench:
     def _netpipe(self):
         """NetPIPE (Debian's builds) as peers, once: MPI vs our C kernel on the same MPI, TCP
         vs our C kernel over TCP. Missing tools leave a reason instead of numbers."""
-        from ..cli import TRANSPORTS
+        from ...mpi.settings import TRANSPORTS
 
         hi = 64 * KIB if self.quick else LAUNCH_SIZES[-1]
         iters = "200" if self.quick else "1000"

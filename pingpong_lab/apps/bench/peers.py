@@ -10,7 +10,7 @@ import numpy as np
 
 from ...analysis import stats
 from ...data.schema import COL
-from ...mpi import environment, measure
+from ...mpi import environment, jobs, measure
 from ...mpi.ckernels import KERNELS_BUILD
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -113,6 +113,7 @@ def _written_numpy_empty():
         np.empty = original
 
 
+@jobs.job
 def round_job(spec: dict, comm) -> int:
     """The "bench-round" job (every rank): C fixed sizes, then Python vs mpi4py.bench."""
     c = c_fixed_sizes(spec["c_sizes_reps"])

@@ -153,7 +153,7 @@ def log(message: str) -> None:
 
 def measure_all(data_dir: Path, np_: int, quick: bool) -> dict:
     """Run every sweep of the plan into data_dir; {role: seconds}; a failed run is skipped."""
-    from .. import cli
+    from .. import sweep
 
     plan = QUICK if quick else FULL
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -163,7 +163,7 @@ def measure_all(data_dir: Path, np_: int, quick: bool) -> dict:
         out = data_dir / f"{role}.csv"
         log(f"({k}/{len(runs)}) {role}: {ranks} ranks, {settings.describe()}")
         t0 = time.perf_counter()
-        code = cli.launch_sweep(settings, ranks, out)
+        code = sweep.launch_sweep(settings, ranks, out)
         times[role] = time.perf_counter() - t0
         if code != 0:
             log(f"({k}/{len(runs)}) {role} FAILED (exit {code}); the report goes on without it")

@@ -3,7 +3,7 @@
 Work on the engines always has a deadline shorter than nbgrader's cell timeout
 (ENGINE_TIMEOUT_S): a deadlocked submission fails that cell, the engines restart, and the rest
 of the notebook is still graded. Runs with more ranks than the engines have are separate
-`mpiexec` jobs (the job registry's "c-pingpong"), killed whole at their deadline.
+`mpiexec` jobs (`c_pingpong_job`, a job of mpi.jobs), killed whole at their deadline.
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def run_c_with_ranks(
     """
     with tempfile.TemporaryDirectory(prefix="pp-grade-") as out_dir:
         spec = {"lib": str(lib), "function": function, "nbytes": int(nbytes), "iters": int(iters)}
-        cmd = jobs.command("c-pingpong", {**spec, "out_dir": out_dir}, nranks)
+        cmd = jobs.command(c_pingpong_job, {**spec, "out_dir": out_dir}, nranks)
         try:
             proc = run_group(cmd, timeout)
         except subprocess.TimeoutExpired:
@@ -248,6 +248,7 @@ def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
     return True
 
 
+@jobs.job
 def c_pingpong_job(spec: dict, comm) -> int:
     """The "c-pingpong" job (every rank): run the C ping-pong, each rank writes its result."""
     args = spec["lib"], spec["function"], spec["nbytes"], spec["iters"]

@@ -1,7 +1,8 @@
 """Grading mode, quiet test cells, deadlines and checks on plain values.
 
 nbgrader runs with PINGPONG_LAB_GRADING=1 (course/nbgrader_config.py sets it), and notebooks
-shrink their work with `scale(normal, grading)`:
+shrink their work with `scale(normal, grading)` (so does a dry run, PINGPONG_LAB_QUICK; both
+variables are read in pingpong_lab.runtime):
 
     sizes = message_sizes(1, scale(64 << 20, 1 << 16))
 
@@ -12,34 +13,15 @@ work inside `with quiet():` (warnings silenced, stderr sent to stdout).
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import types
 import warnings
 
 import numpy as np
 
-
-def grading_mode() -> bool:
-    """True when PINGPONG_LAB_GRADING is set to something other than '', '0', 'false', 'no'."""
-    value = os.environ.get("PINGPONG_LAB_GRADING", "").strip().lower()
-    return value not in ("", "0", "false", "no")
-
+from ...runtime import grading_mode, quick_mode
 
 GRADING = grading_mode()
-
-QUICK_VAR = "PINGPONG_LAB_QUICK"
-
-
-def quick_mode() -> bool:
-    """True when PINGPONG_LAB_QUICK is set (not '', '0', 'false', 'no'): a dry run.
-
-    Every measurement runs at its grading size, but nothing else of grading applies: results
-    are saved and the next notebooks load them. Instructors and the tests use it to walk the
-    whole course in minutes; a learner never needs it.
-    """
-    value = os.environ.get(QUICK_VAR, "").strip().lower()
-    return value not in ("", "0", "false", "no")
 
 
 def scale(normal, grading):
