@@ -28,17 +28,21 @@ def test_output_and_exit_status_are_captured():
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out\n", "err\n")
 
 
-def test_on_line_gets_each_line_while_the_command_runs():
+def test_on_line_gets_each_line_while_the_command_runs(tmp_path):
+    """The command waits for a file that on_line creates when it sees the first line: it can
+    only finish if that line was delivered while it ran (not buffered until it ended)."""
+    flag = tmp_path / "seen-one"
     seen = []
-    start = time.monotonic()
-    proc = run_group(
-        ["sh", "-c", "echo one; sleep 1; echo two"],
-        timeout=30,
-        on_line=lambda line: seen.append((line, time.monotonic() - start)),
-    )
+
+    def on_line(line):
+        seen.append(line)
+        if line == "one\n":
+            flag.touch()
+
+    script = f"echo one; while [ ! -e {flag} ]; do sleep 0.05; done; echo two"
+    proc = run_group(["sh", "-c", script], timeout=60, on_line=on_line)
     assert proc.returncode == 0 and proc.stdout == ""
-    assert [line for line, _ in seen] == ["one\n", "two\n"]
-    assert seen[0][1] < 0.8 <= seen[1][1]
+    assert seen == ["one\n", "two\n"]
 
 
 def test_a_deadline_ends_the_whole_group_and_raises_timeout_expired():
