@@ -140,12 +140,17 @@ def _measure(a) -> tuple[dict, Path, dict] | int:
     return sweeps, out, meta
 
 
+def _percent(fraction) -> str:
+    """A spread as a whole percentage; n/a where summary.json has none (no bandwidth read)."""
+    return "n/a" if fraction is None else f"{100 * fraction:.0f} %"
+
+
 def _log_headline(n: dict) -> None:
     """The headline numbers in one log line."""
     r = n.get("rounds") or {}
     spread = (
-        f" (rounds spread {100 * r['latency_rel_spread']:.0f} % / "
-        f"{100 * r['bandwidth_rel_spread']:.0f} %)"
+        f" (rounds spread {_percent(r['latency_rel_spread'])} / "
+        f"{_percent(r['bandwidth_rel_spread'])})"
         if r
         else ""
     )
