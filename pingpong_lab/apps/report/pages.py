@@ -197,53 +197,48 @@ def _ratio_rows(n: dict) -> list[list[str]]:
     ]
 
 
+def _section(title: str, text: list[str], images: list, table: list | None = None) -> dict:
+    """One section: its paragraphs, its table (header row first) when it has one, its figures."""
+    return {"title": title, "text": text, **({"table": table} if table else {}), "images": images}
+
+
 def _headline_section(sweeps, analysis, figs, meta) -> dict:
     """The notes, the headline table and the latency and bandwidth figures."""
     n = analysis["numbers"]
-    return {
-        "title": "Headline numbers",
-        "text": analysis["notes"],
-        "table": [["quantity", "value"]] + headline_rows(n) + _ratio_rows(n),
-        "images": _images(figs, "latency", "bandwidth"),
-    }
+    table = [["quantity", "value"]] + headline_rows(n) + _ratio_rows(n)
+    return _section(
+        "Headline numbers", analysis["notes"], _images(figs, "latency", "bandwidth"), table
+    )
+
+
+_MODEL_TEXT = (
+    "T(b) = alpha + beta b fitted with weights 1/t (relative residuals), so that every size "
+    "counts. The piecewise fit searches one or two breakpoints (the eager/rendezvous switch, a "
+    "cache cliff) and keeps more lines only when each step lowers the BIC by more than 10. The "
+    "headline is read from the piecewise segments when they are better, from one line when it "
+    "fits, and otherwise from the two ends of the sweep (Hockney: latency from the smallest "
+    "sizes, bandwidth from the largest); the figure draws the model that was used."
+)
+_KERNELS_TEXT = (
+    "Python pays the interpreter on every call: compare small-message latencies; large "
+    "messages are dominated by the copy and converge."
+)
 
 
 def _model_section(sweeps, analysis, figs, meta) -> dict:
     """How the model is fitted and chosen, with its figure and residuals."""
-    return {
-        "title": "Model fit",
-        "text": [
-            "T(b) = alpha + beta b fitted with weights 1/t (relative residuals), so that "
-            "every size counts. The piecewise fit searches one or two breakpoints (the "
-            "eager/rendezvous switch, a cache cliff) and keeps more lines only when each "
-            "step lowers the BIC by more than 10. The headline is read from the piecewise "
-            "segments when they are better, from one line when it fits, and otherwise from "
-            "the two ends of the sweep (Hockney: latency from the smallest sizes, bandwidth "
-            "from the largest); the figure draws the model that was used."
-        ],
-        "images": _images(figs, "model", "residuals"),
-    }
+    return _section("Model fit", [_MODEL_TEXT], _images(figs, "model", "residuals"))
 
 
 def _kernels_section(sweeps, analysis, figs, meta) -> dict:
     """C vs Python, blocking vs non-blocking."""
-    return {
-        "title": "Kernels compared",
-        "text": [
-            "Python pays the interpreter on every call: compare small-message latencies; "
-            "large messages are dominated by the copy and converge."
-        ],
-        "images": _images(figs, "compare"),
-    }
+    return _section("Kernels compared", [_KERNELS_TEXT], _images(figs, "compare"))
 
 
 def _transport_section(sweeps, analysis, figs, meta) -> dict:
     """Shared memory vs TCP loopback, and how TCP was forced."""
-    return {
-        "title": "Shared memory vs TCP loopback",
-        "text": [f"TCP forced with: {analysis['numbers'].get('tcp_env_recorded', 'n/a')}."],
-        "images": _images(figs, "shm_vs_tcp"),
-    }
+    text = f"TCP forced with: {analysis['numbers'].get('tcp_env_recorded', 'n/a')}."
+    return _section("Shared memory vs TCP loopback", [text], _images(figs, "shm_vs_tcp"))
 
 
 def _variability_row(r: dict) -> list[str]:
@@ -265,14 +260,9 @@ def _variability_section(sweeps, analysis, figs, meta) -> dict | None:
     if not n.get("variability"):
         return None
     head = ["size", "samples", "median", "mean", "p99", "max", "mean/median", "outliers"]
-    return {
-        "title": "Variability",
-        "text": [
-            f"From {n.get('variability_source')}: heavy right tails pull the mean above the median."
-        ],
-        "table": [head] + [_variability_row(r) for r in n["variability"]],
-        "images": _images(figs, "variability"),
-    }
+    text = f"From {n.get('variability_source')}: heavy right tails pull the mean above the median."
+    table = [head] + [_variability_row(r) for r in n["variability"]]
+    return _section("Variability", [text], _images(figs, "variability"), table)
 
 
 _CONTENTION_HEAD = ["ranks", "pairs", "small size", "time", "slowdown", "large size", "time"]
@@ -298,16 +288,12 @@ def _contention_section(sweeps, analysis, figs, meta) -> dict | None:
     n = analysis["numbers"]
     if not n.get("contention"):
         return None
-    return {
-        "title": "Contention (pairwise exchange)",
-        "text": [
-            "All ranks exchange in pairs (r <-> r + size/2) at once; slowdown is "
-            "relative to one pair. More ranks than cores are oversubscribed (ranks take "
-            "turns)."
-        ],
-        "table": [list(_CONTENTION_HEAD)] + [_contention_row(r) for r in n["contention"]],
-        "images": _images(figs, "contention"),
-    }
+    text = (
+        "All ranks exchange in pairs (r <-> r + size/2) at once; slowdown is relative to one "
+        "pair. More ranks than cores are oversubscribed (ranks take turns)."
+    )
+    table = [list(_CONTENTION_HEAD)] + [_contention_row(r) for r in n["contention"]]
+    return _section("Contention (pairwise exchange)", [text], _images(figs, "contention"), table)
 
 
 # the report's sections in order; each returns its section, or None when there is no data
