@@ -26,7 +26,7 @@ round slows both sides and drift cancels). Comparisons:
 Writes OUT/bench.csv, OUT/bench.md and OUT/bench.json (provenance), prints the table, and leaves
 no process behind (engines and mpiexec jobs are stopped, also on errors and Ctrl-C).
 
-The pipeline, like `pingpong-lab report`'s: `rounds` (the interleaved rounds) and `once`
+The pipeline, like `pingpong-lab report`'s: `rounds` (the interleaved rounds) and `oneoffs`
 (NetPIPE, a full sweep, the course's costs) measure into one raw dict, `ratios` turns it into
 the rows of a `table.Table`, and `write_bench` writes the three files.
 """
@@ -45,7 +45,7 @@ from ...data.jsonable import jsonable
 from ...mpi import environment
 from ...mpi.ckernels import DEFAULT_LIBRARY, KERNELS_BUILD, KERNELS_DIR
 from ..hardware import HW_FLOOR, parse_hw_floor
-from . import once, ratios, rounds
+from . import oneoffs, ratios, rounds
 from .peers import LAUNCH_SIZES, PP_BLOCKING, c_fixed_sizes, parse_pp_table
 from .settings import Settings, log
 from .table import COLUMNS, Table, markdown_table, print_table
@@ -59,9 +59,9 @@ def measure(s: Settings) -> tuple[dict, dict]:
     """Everything the bench measures, in order: (raw measurements, MPI provenance)."""
     raw: dict = {"rounds": []}
     provenance = rounds.interleaved_rounds(s, raw)
-    once.netpipe_peers(s, raw)
-    once.full_sweep(s, raw)
-    once.course_costs(s, raw)
+    oneoffs.netpipe_peers(s, raw)
+    oneoffs.full_sweep(s, raw)
+    oneoffs.course_costs(s, raw)
     return raw, provenance
 
 
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     try:
         raw, provenance = measure(s)
-        table = ratios.build_table(s, raw, once.sweep_note(s))
+        table = ratios.build_table(s, raw, oneoffs.sweep_note(s))
     except KeyboardInterrupt:
         print("bench: interrupted; engines and MPI jobs were stopped", file=sys.stderr)
         return 130

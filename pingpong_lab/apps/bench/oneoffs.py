@@ -1,5 +1,5 @@
-"""What the bench measures once, after the rounds: NetPIPE as a peer, a full sweep and the
-course's own costs (nbgrader)."""
+"""The one-offs: what the bench measures once, after the rounds: NetPIPE as a peer, a full
+sweep and the course's own costs (nbgrader)."""
 
 from __future__ import annotations
 
