@@ -57,3 +57,57 @@ def test_printed_table_lines_up_and_names_what_was_not_measured(capsys):
     assert lines[2].index("1.040") == lines[1].index("B/A") - 2
     assert lines[4].rstrip().endswith("(not measured: NPtcp missing)")
     assert "       -" in lines[4]
+
+
+def _raw_rounds(rounds: int, sizes) -> dict:
+    """Raw measurements as `bench.measure` records them, engines 10 % slower than mpiexec."""
+    from pingpong_lab.apps.bench.peers import LAUNCH_SIZES, OSU_SIZE
+    from pingpong_lab.data.schema import COL
+
+    def one(k):
+        c = {
+            n: {COL.t_median_s: 1e-6 + n * 1e-10, COL.t_mean_s: 1e-6 + n * 1e-10}
+            for n in LAUNCH_SIZES
+        }
+        e = {n: {COL.t_median_s: 1.1 * v[COL.t_median_s]} for n, v in c.items()}
+        py = {n: {"ours_mean_s": 2e-6, "ours_median_s": 2e-6, "bench_mean_s": 2e-6,
+                  "bench_written_mean_s": 2.5e-6, "iters": 50} for n in sizes}  # fmt: skip
+        osu = {OSU_SIZE: {"avg_s": 1e-4, "median_s": 1e-4, "iters": 100}}
+        return {"mpiexec_c": c, "py": py, "engines_c": e, "osu_method": osu}
+
+    return {
+        "rounds": [one(k) for k in range(rounds)],
+        "cluster_start_s": 3.0,
+        "netpipe": {
+            "max_bytes": 64 * 1024,
+            "mpi": {"netpipe": {8: 1e-6}, "mpi_version": "4.2", "ours": {8: {"avg_s": 2e-6}}},
+            "tcp": {"missing": "NPtcp not installed"},
+        },
+        "full_sweep_s": 10.0,
+        "full_sweep_range": [1, 65536],
+    }
+
+
+def test_ratios_make_one_row_per_comparison_and_say_what_was_not_measured(tmp_path):
+    from pingpong_lab.apps.bench import ratios
+
+    s = bench.Settings(np=2, out=tmp_path, rounds=3, quick=True)
+    rows = ratios.build_table(s, _raw_rounds(3, s.py_sizes), "a note").rows
+    by_group = {}
+    for r in rows:
+        by_group.setdefault(r["group"], []).append(r)
+    launcher = by_group["launcher"]
+    assert [r["nbytes"] for r in launcher] == list(bench.LAUNCH_SIZES)
+    assert all(math.isclose(r["ratio"], 1.1) and r["within_target"] == "no" for r in launcher)
+    assert [r["metric"] for r in by_group["mpi4py.bench"]].count(
+        "vs mpi4py.bench on written buffers"
+    ) == len(s.py_sizes)
+    assert by_group["hw-floor"][0]["note"].startswith("not measured")  # no "floor" in the rounds
+    netpipe = by_group["netpipe"]
+    assert [r["nbytes"] for r in netpipe if r["b_label"] == "our C kernel, same MPI"] == [8, 65536]
+    assert math.isclose(netpipe[0]["ratio"], 2.0)
+    assert netpipe[-1]["note"] == "not measured: NPtcp not installed"
+    costs = by_group["course-cost"]
+    assert costs[0]["b_value"] == 3.0 and costs[1]["note"] == "a note"
+    assert costs[-1]["note"].startswith("not measured: skipped with --quick")
+    assert all(set(r) == set(bench.COLUMNS) for r in rows)

@@ -25,6 +25,10 @@ round slows both sides and drift cancels). Comparisons:
 
 Writes OUT/bench.csv, OUT/bench.md and OUT/bench.json (provenance), prints the table, and leaves
 no process behind (engines and mpiexec jobs are stopped, also on errors and Ctrl-C).
+
+The pipeline, like `pingpong-lab report`'s: `rounds` (the interleaved rounds) and `oneoffs`
+(NetPIPE, a full sweep, the course's costs) measure into one raw dict, `ratios` turns it into
+the rows of a `table.Table`, and `write_bench` writes the three files.
 """
 
 from __future__ import annotations
@@ -32,331 +36,60 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import math
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import warnings
 from pathlib import Path
 
-from ...data import results
 from ...data.jsonable import jsonable
-from ...data.schema import COL
-from ...mpi import environment, jobs
+from ...mpi import environment
 from ...mpi.ckernels import DEFAULT_LIBRARY, KERNELS_BUILD, KERNELS_DIR
-from ...mpi.processes import run_group
-from ...progress import bar, echo
-from .. import netpipe
 from ..hardware import HW_FLOOR, parse_hw_floor
-from . import peers
-from .peers import (
-    FULL_SWEEP,
-    JOB_TIMEOUT_S,
-    KIB,
-    LAUNCH_REPS,
-    LAUNCH_SIZES,
-    OSU_SIZE,
-    PP_BLOCKING,
-    PY_SIZES,
-    QUICK_LAUNCH_REPS,
-    QUICK_PY_SIZES,
-    QUICK_SWEEP,
-    c_fixed_sizes,
-    parse_pp_table,
-)
-from .ratios import add_ratios
+from . import oneoffs, ratios, rounds
+from .peers import LAUNCH_SIZES, PP_BLOCKING, c_fixed_sizes, parse_pp_table
+from .settings import Settings, log
 from .table import COLUMNS, Table, markdown_table, print_table
 
-__all__ = ["COLUMNS", "HW_FLOOR", "LAUNCH_SIZES", "Bench", "c_fixed_sizes", "main"]
-__all__ += ["markdown_table", "parse_hw_floor", "parse_pp_table", "print_table"]
+__all__ = ["COLUMNS", "HW_FLOOR", "LAUNCH_SIZES", "Settings", "c_fixed_sizes", "main"]
+__all__ += ["markdown_table", "measure", "parse_hw_floor", "parse_pp_table", "print_table"]
+__all__ += ["write_bench"]
 
 
-def _log(message: str) -> None:
-    echo(f"[bench {time.strftime('%H:%M:%S')}] {message}")
+def measure(s: Settings) -> tuple[dict, dict]:
+    """Everything the bench measures, in order: (raw measurements, MPI provenance)."""
+    raw: dict = {"rounds": []}
+    provenance = rounds.interleaved_rounds(s, raw)
+    oneoffs.netpipe_peers(s, raw)
+    oneoffs.full_sweep(s, raw)
+    oneoffs.course_costs(s, raw)
+    return raw, provenance
 
 
-# -- process helpers ---------------------------------------------------------------------------
-def _run(cmd, timeout=JOB_TIMEOUT_S, env=None) -> subprocess.CompletedProcess:
-    """Run a command in its own process group (ended as a whole on timeout); check its exit."""
-    proc = run_group(cmd, timeout, env=env)
-    if proc.returncode != 0:
-        tail = " | ".join(ln for ln in proc.stderr.strip().splitlines()[-5:])
-        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... failed ({proc.returncode}): {tail}")
-    return proc
+def machine(provenance: dict) -> str:
+    """One line: CPU model, usable cores, OS, Python and the MPI the jobs ran on."""
+    m = environment.machine()
+    mpi = provenance.get("mpi_vendor") or m.get("mpi_vendor", "?")
+    return (
+        f"{m['cpu']}, {m['cores_usable']} cores usable, {m['os']}, Python {m['python']}, MPI {mpi}"
+    )
 
 
-def _mpiexec_job(np_: int, spec: dict, timeout=JOB_TIMEOUT_S) -> dict:
-    with tempfile.TemporaryDirectory(prefix="pingpong-bench-") as tmp:
-        spec = {**spec, "out": str(Path(tmp) / "round.json")}
-        _run(jobs.command(peers.round_job, spec, np_), timeout=timeout)
-        data = json.loads(Path(spec["out"]).read_text())
-    for key in ("c", "py"):  # JSON keys are strings
-        data[key] = {int(k): v for k, v in (data[key] or {}).items()}
-    return data
-
-
-# -- the benchmark -----------------------------------------------------------------------------
-class Bench:
-    def __init__(self, np_: int, out: Path, rounds: int, quick: bool, class_size: int = 30):
-        self.np = np_
-        self.out = out
-        self.rounds = rounds
-        self.quick = quick
-        self.launch_reps = QUICK_LAUNCH_REPS if quick else LAUNCH_REPS
-        self.py_sizes = QUICK_PY_SIZES if quick else PY_SIZES
-        self.table = Table(rounds)
-        self.class_size = class_size
-        self.raw: dict = {"rounds": []}
-        self.provenance: dict = {}
-
-    def run(self):
-        from ...engines.cluster import MPICluster, OversubscribedWarning
-
-        t_start = time.perf_counter()
-        c_sizes_reps = [[n, self.launch_reps[n]] for n in LAUNCH_SIZES]
-        spec = {"c_sizes_reps": c_sizes_reps, "py_sizes": list(self.py_sizes), "quick": self.quick}
-        have_floor = HW_FLOOR.exists()
-        have_pp = PP_BLOCKING.exists()
-        _log(f"starting {self.np} MPI engines (ipyparallel)")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OversubscribedWarning)
-            t0 = time.perf_counter()
-            cluster = MPICluster(n=self.np, timeout=JOB_TIMEOUT_S)
-            try:
-                cluster.start()
-                start_s = time.perf_counter() - t0
-                self.raw["cluster_start_s"] = start_s
-                _log(f"engines up in {start_s:.1f} s; {self.rounds} interleaved rounds")
-                for r in bar(range(self.rounds), "bench", unit="round"):
-                    self.raw["rounds"].append(self._round(r, cluster, spec, have_pp, have_floor))
-            finally:
-                t0 = time.perf_counter()
-                cluster.stop()
-                self.raw["cluster_stop_s"] = time.perf_counter() - t0
-        self._netpipe()
-        self._full_sweep()
-        add_ratios(
-            self.table,
-            self.raw,
-            np_=self.np,
-            launch_reps=self.launch_reps,
-            py_sizes=self.py_sizes,
-            have_pp=have_pp,
-            have_floor=have_floor,
-            sweep_note=self._sweep_note(),
-        )
-        self._course_costs()
-        self.raw["total_s"] = time.perf_counter() - t_start
-
-    def _round(self, r, cluster, spec, have_pp, have_floor) -> dict:
-        rec: dict = {}
-        # A: plain mpiexec (C fixed sizes + Python vs mpi4py.bench in the same job)
-        t0 = time.perf_counter()
-        job = _mpiexec_job(self.np, spec)
-        rec["mpiexec_c"], rec["py"] = job["c"], job["py"]
-        if not self.provenance:
-            self.provenance = job["provenance"]
-        # B: the same C kernel on the engines
-        # by reference to the importable module (not __main__, which would be pickled by value)
-        eng = cluster.run(peers.c_fixed_sizes, spec["c_sizes_reps"], timeout=JOB_TIMEOUT_S)[0]
-        rec["engines_c"] = {int(k): v for k, v in eng.items()}
-        # C: the OSU way (OSU iteration counts, mean) with the same C kernel
-        if have_pp:
-            cmd = [environment.mpiexec(), "-n", str(self.np), str(PP_BLOCKING)]
-            cmd += ["-m", f"{OSU_SIZE}:{OSU_SIZE}"]
-            if self.quick:
-                cmd += ["-i", "50", "-x", "5"]
-            rec["osu_method"] = parse_pp_table(_run(cmd).stdout)
-        # D: hardware floor (no MPI)
-        if have_floor:
-            iters = "2000" if self.quick else "20000"
-            lat = parse_hw_floor(_run([str(HW_FLOOR), "-l", "-i", iters, "-r", "5"]).stdout)
-            sizes = f"{LAUNCH_SIZES[0]}:{LAUNCH_SIZES[-1]}"
-            bw = parse_hw_floor(
-                _run(
-                    [str(HW_FLOOR), "-b", "-m", sizes, "-t", "0.002" if self.quick else "0.02"]
-                ).stdout
-            )
-            rec["floor"] = {**lat, "memcpy": bw["memcpy"]}
-        c8 = rec["mpiexec_c"][LAUNCH_SIZES[0]][COL.t_median_s]
-        e8 = rec["engines_c"][LAUNCH_SIZES[0]][COL.t_median_s]
-        _log(
-            f"round {r + 1}/{self.rounds}: 8 B mpiexec {c8 * 1e6:.2f} us, engines {e8 * 1e6:.2f}"
-            f" us ({time.perf_counter() - t0:.1f} s)"
-        )
-        return rec
-
-    def _netpipe(self):
-        """NetPIPE (Debian's builds) as peers, once: MPI vs our C kernel on the same MPI, TCP
-        vs our C kernel over TCP. Missing tools leave a reason instead of numbers."""
-        from ...mpi.settings import TRANSPORTS
-
-        hi = 64 * KIB if self.quick else LAUNCH_SIZES[-1]
-        iters = "200" if self.quick else "1000"
-        rec: dict = {"max_bytes": hi}
-        self.raw["netpipe"] = rec
-        for kind in ("mpi", "tcp"):
-            why = netpipe.missing(kind)
-            if why:
-                rec[kind] = {"missing": why}
-                continue
-            _log(f"NetPIPE {kind} (Debian's build) up to {hi} B")
-            try:
-                peer = netpipe.run_mpi if kind == "mpi" else netpipe.run_tcp
-                rec[kind] = {"netpipe": peer(hi, self.out / f"netpipe_{kind}.out")}
-                if kind == "mpi":  # our C kernel built against the same (Debian's) MPICH
-                    exe = self._debian_pp_blocking()
-                    cmd = [shutil.which(netpipe.DEBIAN_MPIEXEC), "-n", "2", str(exe)]
-                    rec[kind]["mpi_version"] = netpipe.debian_mpich_version()
-                    env = None
-                else:  # our C kernel over TCP loopback, the pip MPICH forced off shared memory
-                    cmd = [environment.mpiexec(), "-n", "2", str(PP_BLOCKING)]
-                    env = {**os.environ, **TRANSPORTS["tcp"]}
-                cmd += ["-m", f"8:{hi}", "-i", iters, "-x", "50"]
-                rec[kind]["ours"] = parse_pp_table(_run(cmd, env=env).stdout)
-            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-                rec[kind] = {"missing": f"failed: {exc}"}
-
-    def _debian_pp_blocking(self) -> Path:
-        """pp_blocking compiled with Debian's mpicc (the MPI that NetPIPE's build uses)."""
-        build = (self.out / "build-debian-mpich").resolve()
-        mpicc = shutil.which(netpipe.DEBIAN_MPICC)
-        if mpicc is None:
-            raise RuntimeError(f"{netpipe.DEBIAN_MPICC} not installed (Debian: libmpich-dev)")
-        target = build / "pp_blocking"
-        _run(["make", "-s", "-C", str(KERNELS_DIR), f"MPICC={mpicc}", f"BUILD={build}", target])
-        return target
-
-    def _full_sweep(self):
-        lo, hi = QUICK_SWEEP if self.quick else FULL_SWEEP
-        out = self.out / "full_sweep_c_blocking.csv"
-        cmd = [sys.executable, "-m", "pingpong_lab", "sweep", "--np", str(self.np)]
-        cmd += ["--kernel", "c", "--mode", "blocking", "--min-bytes", str(lo)]
-        cmd += ["--max-bytes", str(hi), "--out", str(out)]
-        if self.quick:
-            cmd += ["--target-time", "0.01"]
-        _log(f"timing a full sweep {lo} B .. {hi} B at the default precision")
-        t0 = time.perf_counter()
-        _run(cmd, timeout=JOB_TIMEOUT_S * 2)
-        self.raw["full_sweep_s"] = time.perf_counter() - t0
-        self.raw["full_sweep_range"] = [lo, hi]
-
-    def _sweep_note(self) -> str:
-        """How many sizes reached the +/-2% median CI in the timed full sweep."""
-        path = self.out / "full_sweep_c_blocking.csv"
-        try:
-            rows, _ = results.read_results(path)
-        except OSError:
-            return "no CSV"
-        met = sum(r.get("stop_reason") == "ci" for r in rows)
-        how = "quick: 0.01 s first round" if self.quick else "+/-2% CI or 1 s per size"
-        return f"{how}; CI met at {met} of {len(rows)} sizes (mpiexec)"
-
-    def _series(self, key, nbytes, field):
-        return [rec[key][nbytes][field] for rec in self.raw["rounds"] if nbytes in rec.get(key, {})]
-
-    def _course_costs(self):
-        """Grading one submission and executing every notebook (grading mode): real nbgrader."""
-        if self.quick:
-            why = "skipped with --quick (it runs nbgrader on every notebook: minutes)"
-            self.table.not_measured("course-cost", "autograde time of one submission", why)
-            self.table.not_measured("course-cost", "notebook execution time, grading mode", why)
-            self.table.not_measured("class-grading", "submissions per minute", why)
-            return
-        from ...grader import build, classgrade
-
-        course = KERNELS_DIR.parent / "course"
-        _log("autograding the solutions as one submission (real nbgrader)")
-        graded = build.time_grading(course)
-        self.raw["autograde"] = graded
-        self.table.row(
-            "course-cost",
-            f"autograde one submission ({graded['notebooks']} notebooks)",
-            None,
-            "",
-            math.nan,
-            f"score {graded['score']:g}/{graded['max_score']:g}",
-            graded["autograde_s"],
-            "s",
-            ratio_definition="",
-            note="make autograde JOBS=1: sandbox, grading mode, feedback; target 60 s",
-        )
-        _log("executing every solution notebook in grading mode")
-        times = build.time_notebooks(course)
-        self.raw["notebook_s"] = times
-        for name, seconds in times.items():
-            self.table.row(
-                "course-cost",
-                f"execute {name}, grading mode",
-                None,
-                "",
-                math.nan,
-                "nbconvert --execute",
-                seconds,
-                "s",
-                ratio_definition="",
-                note="",
-            )
-        self.table.row(
-            "course-cost",
-            "execute all notebooks, grading mode",
-            None,
-            "",
-            math.nan,
-            f"{len(times)} notebooks",
-            sum(times.values()),
-            "s",
-            ratio_definition="",
-            note="",
-        )
-        cores = classgrade.default_jobs()
-        jobs = sorted({1, cores})
-        _log(f"grading a class of {self.class_size} at JOBS={' and '.join(map(str, jobs))}")
-        graded = build.time_class_grading(course, self.class_size, jobs)
-        self.raw["class_grading"] = graded
-        per_min = {n: 60 * graded["count"] / s for n, s in graded["seconds"].items()}
-        self.table.row(
-            "class-grading",
-            f"submissions ({graded['notebook']}) per minute, JOBS={cores} vs 1",
-            None,
-            "JOBS=1",
-            per_min[1],
-            f"JOBS={cores}",
-            per_min[cores],
-            "1/min",
-            note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}; "
-            f"processes left: {len(graded['survivors'])}",
-        )
-
-    # -- output ----------------------------------------------------------------------------------
-    def write(self) -> dict:
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.table.write_csv(self.out / "bench.csv")
-        md = markdown_table(self.table.rows, self.machine())
-        (self.out / "bench.md").write_text(md)
-        info = {
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": self.machine(),
-            "ranks": self.np,
-            "rounds": self.rounds,
-            "quick": self.quick,
-            "mpi": self.provenance,
-            "raw": jsonable(self.raw),
-        }
-        (self.out / "bench.json").write_text(json.dumps(info, indent=1, default=str))
-        return info
-
-    def machine(self) -> str:
-        """One line: CPU model, usable cores, OS, Python and the MPI the jobs ran on."""
-        m = environment.machine()
-        mpi = self.provenance.get("mpi_vendor") or m.get("mpi_vendor", "?")
-        return (
-            f"{m['cpu']}, {m['cores_usable']} cores usable, {m['os']}, "
-            f"Python {m['python']}, MPI {mpi}"
-        )
+def write_bench(s: Settings, table: Table, raw: dict, provenance: dict) -> dict:
+    """OUT/bench.csv, OUT/bench.md and OUT/bench.json (provenance and every raw number)."""
+    s.out.mkdir(parents=True, exist_ok=True)
+    table.write_csv(s.out / "bench.csv")
+    (s.out / "bench.md").write_text(markdown_table(table.rows, machine(provenance)))
+    info = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(provenance),
+        "ranks": s.np,
+        "rounds": s.rounds,
+        "quick": s.quick,
+        "mpi": provenance,
+        "raw": jsonable(raw),
+    }
+    (s.out / "bench.json").write_text(json.dumps(info, indent=1, default=str))
+    return info
 
 
 def parser() -> argparse.ArgumentParser:
@@ -371,40 +104,38 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _build_kernels() -> None:
+    """Build kernels_c (make) when a kernel the bench runs is missing; failures show later."""
+    if DEFAULT_LIBRARY.exists() and PP_BLOCKING.exists() and HW_FLOOR.exists():
+        return
+    log("building kernels_c (make)")
+    cmd = ["make", "--no-print-directory", "-C", str(KERNELS_DIR)]
+    cmd += [f"MPICC={environment.mpicc()}", f"BUILD={KERNELS_BUILD.name}"]
+    subprocess.run(cmd, check=False, capture_output=True)
+
+
 def main(argv=None) -> int:
     a = parser().parse_args(argv)
     if a.np < 2:
         print("bench: error: --np must be at least 2", file=sys.stderr)
         return 2
-    rounds = a.rounds or (2 if a.quick else 7)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if not (DEFAULT_LIBRARY.exists() and PP_BLOCKING.exists() and HW_FLOOR.exists()):
-        _log("building kernels_c (make)")
-        subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "-C",
-                str(KERNELS_DIR),
-                f"MPICC={environment.mpicc()}",
-                f"BUILD={KERNELS_BUILD.name}",
-            ],
-            check=False,
-            capture_output=True,
-        )
-    bench = Bench(a.np, out, rounds, a.quick, a.class_size)
+    s = Settings(a.np, Path(a.out), a.rounds or (2 if a.quick else 7), a.quick, a.class_size)
+    s.out.mkdir(parents=True, exist_ok=True)
+    _build_kernels()
+    t_start = time.perf_counter()
     try:
-        bench.run()
+        raw, provenance = measure(s)
+        table = ratios.build_table(s, raw, oneoffs.sweep_note(s))
     except KeyboardInterrupt:
         print("bench: interrupted; engines and MPI jobs were stopped", file=sys.stderr)
         return 130
     except Exception as exc:  # one line, not a traceback
         print(f"bench: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    bench.write()
-    print_table(bench.table.rows)
-    _log(f"wrote {out}/bench.csv, bench.md, bench.json (total {bench.raw['total_s']:.0f} s)")
+    raw["total_s"] = time.perf_counter() - t_start
+    write_bench(s, table, raw, provenance)
+    print_table(table.rows)
+    log(f"wrote {s.out}/bench.csv, bench.md, bench.json (total {raw['total_s']:.0f} s)")
     return 0
 
 

@@ -1,4 +1,8 @@
-"""From the raw rounds to the table: each comparison as a row with its ratio and target."""
+"""From the raw rounds to the table: each comparison as a row with its ratio and target.
+
+`build_table(settings, raw, sweep_note)` walks `GROUPS`, one function per group of rows, in
+the order the table lists them, then adds the course's costs.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ import math
 from ...data.schema import COL
 from ..hardware import HW_FLOOR
 from .peers import LAUNCH_SIZES, OSU_SIZE, PP_BLOCKING
-from .table import median
+from .settings import Settings
+from .table import Table, median
 
 
 def series(raw, key, nbytes, field):
@@ -15,65 +20,60 @@ def series(raw, key, nbytes, field):
     return [rec[key][nbytes][field] for rec in raw["rounds"] if nbytes in rec.get(key, {})]
 
 
-def add_ratios(table, raw, *, np_, launch_reps, py_sizes, have_pp, have_floor, sweep_note):
-    """Every row of the table from the raw rounds (the ratios, their targets, the course costs)."""
-    rounds = raw["rounds"]
-    us = "s"
-    # launcher
+def _mpiexec_c(raw, nbytes, field=COL.t_median_s) -> float:
+    """The median over rounds of the C kernel under mpiexec at one size."""
+    return median(series(raw, "mpiexec_c", nbytes, field))
+
+
+def launcher_rows(table: Table, s: Settings, raw: dict) -> None:
+    """The same C kernel under plain mpiexec and on ipyparallel engines."""
     for n in LAUNCH_SIZES:
         a_rounds = series(raw, "mpiexec_c", n, COL.t_median_s)
         b_rounds = series(raw, "engines_c", n, COL.t_median_s)
-        a, b = median(a_rounds), median(b_rounds)
         table.row(
             "launcher",
             "C blocking one-way median",
             n,
             "mpiexec",
-            a,
+            median(a_rounds),
             "ipyparallel engines",
-            b,
-            us,
+            median(b_rounds),
+            "s",
             "within 5 %",
             tolerance=0.05,
-            note=f"{launch_reps[n]} reps per round",
+            note=f"{s.launch_reps[n]} reps per round",
             paired=list(zip(a_rounds, b_rounds)),
         )
-    # OSU methodology at 1 MiB
-    ours = median(series(raw, "mpiexec_c", OSU_SIZE, COL.t_median_s))
-    if have_pp:
-        osu_avg = median(r["osu_method"][OSU_SIZE]["avg_s"] for r in rounds)
-        osu_med = median(r["osu_method"][OSU_SIZE]["median_s"] for r in rounds)
-        iters = rounds[0]["osu_method"][OSU_SIZE]["iters"]
-        table.row(
-            "osu-method",
-            "C one-way: our sweep median vs OSU-style mean",
-            OSU_SIZE,
-            "pp_blocking OSU counts, mean",
-            osu_avg,
-            "pingpong_lab sweep median",
-            ours,
-            us,
-            "within 10 %",
-            tolerance=0.10,
-            note=f"OSU counts: {iters} iterations; real OSU not packaged here",
-        )
-        table.row(
-            "osu-method",
-            "C one-way: our sweep median vs OSU-style median",
-            OSU_SIZE,
-            "pp_blocking OSU counts, median",
-            osu_med,
-            "pingpong_lab sweep median",
-            ours,
-            us,
-            "within 10 %",
-            tolerance=0.10,
-        )
-    else:
+
+
+def osu_rows(table: Table, s: Settings, raw: dict) -> None:
+    """Our sweep's median at 1 MiB vs the same C kernel run the OSU way (mean and median)."""
+    rounds = raw["rounds"]
+    if "osu_method" not in rounds[0]:
         table.not_measured("osu-method", "C vs OSU counts", f"{PP_BLOCKING} not built")
-    near = min(py_sizes, key=lambda s: abs(s - OSU_SIZE))
-    m4b = median(r["py"][near]["bench_mean_s"] for r in rounds)
-    c_mean = median(series(raw, "mpiexec_c", OSU_SIZE, COL.t_mean_s))
+        return
+    iters = rounds[0]["osu_method"][OSU_SIZE]["iters"]
+    notes = {"mean": f"OSU counts: {iters} iterations; real OSU not packaged here", "median": ""}
+    for statistic, key in (("mean", "avg_s"), ("median", "median_s")):
+        table.row(
+            "osu-method",
+            f"C one-way: our sweep median vs OSU-style {statistic}",
+            OSU_SIZE,
+            f"pp_blocking OSU counts, {statistic}",
+            median(r["osu_method"][OSU_SIZE][key] for r in rounds),
+            "pingpong_lab sweep median",
+            _mpiexec_c(raw, OSU_SIZE),
+            "s",
+            "within 10 %",
+            tolerance=0.10,
+            note=notes[statistic],
+        )
+
+
+def osu_reference_row(table: Table, s: Settings, raw: dict) -> None:
+    """Our C sweep's mean vs mpi4py.bench's at 1 MiB (for reference)."""
+    near = min(s.py_sizes, key=lambda n: abs(n - OSU_SIZE))
+    m4b = median(r["py"][near]["bench_mean_s"] for r in raw["rounds"])
     table.row(
         "osu-method",
         "C sweep mean vs mpi4py.bench mean",
@@ -81,166 +81,231 @@ def add_ratios(table, raw, *, np_, launch_reps, py_sizes, have_pp, have_floor, s
         "mpi4py.bench pingpong",
         m4b if near == OSU_SIZE else math.nan,
         "pingpong_lab C sweep",
-        c_mean,
-        us,
+        _mpiexec_c(raw, OSU_SIZE, COL.t_mean_s),
+        "s",
         note="for reference, no target",
     )
-    # Python kernel vs mpi4py.bench
-    for n in py_sizes:
-        pairs = [(r["py"][n]["bench_mean_s"], r["py"][n]["ours_mean_s"]) for r in rounds]
-        a, b = median(p[0] for p in pairs), median(p[1] for p in pairs)
-        it = rounds[0]["py"][n]["iters"]
+
+
+def _python_vs_bench(table: Table, s: Settings, raw: dict, bench_key: str, labels: tuple):
+    """Our Python kernel vs one mpi4py.bench variant, size by size, paired per round."""
+    metric, a_label, note = labels
+    rounds = raw["rounds"]
+    for n in s.py_sizes:
+        pairs = [(r["py"][n][bench_key], r["py"][n]["ours_mean_s"]) for r in rounds]
         table.row(
             "mpi4py.bench",
-            "Python blocking one-way mean",
+            metric,
             n,
-            "mpi4py.bench pingpong",
-            a,
+            a_label,
+            median(p[0] for p in pairs),
             "pingpong_lab Python kernel",
-            b,
-            us,
+            median(p[1] for p in pairs),
+            "s",
             "within 10 %",
             tolerance=0.10,
-            note=f"{it} iterations each, same job, interleaved",
+            note=note.format(iters=rounds[0]["py"][n]["iters"]),
             paired=pairs,
         )
-    for n in py_sizes:
-        pairs = [(r["py"][n]["bench_written_mean_s"], r["py"][n]["ours_mean_s"]) for r in rounds]
-        a, b = median(p[0] for p in pairs), median(p[1] for p in pairs)
-        table.row(
-            "mpi4py.bench",
-            "vs mpi4py.bench on written buffers",
-            n,
-            "mpi4py.bench pingpong, buffers written",
-            a,
-            "pingpong_lab Python kernel",
-            b,
-            us,
-            "within 10 %",
-            tolerance=0.10,
-            note="the fair peer: its own code, no zero-page send buffer",
-            paired=pairs,
-        )
-    # Python overhead (for the record)
-    n8 = min(py_sizes, key=lambda s: abs(s - 8))
-    py8 = median(r["py"][n8]["ours_median_s"] for r in rounds)
-    c8 = median(series(raw, "mpiexec_c", 8, COL.t_median_s))
+
+
+def mpi4py_bench_rows(table: Table, s: Settings, raw: dict) -> None:
+    """mpi4py.bench as shipped, then on written buffers (the fair peer)."""
+    shipped = ("Python blocking one-way mean", "mpi4py.bench pingpong")
+    shipped += ("{iters} iterations each, same job, interleaved",)
+    written = ("vs mpi4py.bench on written buffers", "mpi4py.bench pingpong, buffers written")
+    written += ("the fair peer: its own code, no zero-page send buffer",)
+    _python_vs_bench(table, s, raw, "bench_mean_s", shipped)
+    _python_vs_bench(table, s, raw, "bench_written_mean_s", written)
+
+
+def overhead_row(table: Table, s: Settings, raw: dict) -> None:
+    """Python / C small-message latency (for the record)."""
+    n8 = min(s.py_sizes, key=lambda n: abs(n - 8))
     table.row(
         "overhead",
         "Python/C small-message latency",
         None,
         "C 8 B",
-        c8,
+        _mpiexec_c(raw, 8),
         f"Python {n8} B",
-        py8,
-        us,
+        median(r["py"][n8]["ours_median_s"] for r in raw["rounds"]),
+        "s",
         note="medians, mpiexec",
     )
-    # hardware floor
-    if have_floor:
-        floor = median(r["floor"]["latency_s"] for r in rounds)
-        pinned = rounds[0]["floor"].get("pinned", 0)
+
+
+def floor_rows(table: Table, s: Settings, raw: dict) -> None:
+    """MPI latency / cache-line ping-pong, MPI bandwidth / memcpy bandwidth."""
+    rounds = raw["rounds"]
+    if "floor" not in rounds[0]:
+        why = f"{HW_FLOOR} not built (make kernels)"
+        table.not_measured("hw-floor", "MPI / hardware floor", why)
+        return
+    pinned = rounds[0]["floor"].get("pinned", 0)
+    table.row(
+        "hw-floor",
+        "latency: MPI / cache-line ping-pong",
+        8,
+        "hw_floor one-way (no MPI)",
+        median(r["floor"]["latency_s"] for r in rounds),
+        "MPI C one-way median",
+        _mpiexec_c(raw, 8),
+        "s",
+        note="pinned to 2 cores" if pinned else "one core: not pinned",
+    )
+    for n in LAUNCH_SIZES[1:]:
+        t = _mpiexec_c(raw, n)
         table.row(
             "hw-floor",
-            "latency: MPI / cache-line ping-pong",
-            8,
-            "hw_floor one-way (no MPI)",
-            floor,
-            "MPI C one-way median",
-            c8,
-            us,
-            note="pinned to 2 cores" if pinned else "one core: not pinned",
+            "bandwidth: MPI / memcpy",
+            n,
+            "memcpy single core",
+            median(r["floor"]["memcpy"].get(n) for r in rounds),
+            "MPI C one-way",
+            n / t if t else math.nan,
+            "B/s",
+            note="best-of-10 memcpy",
         )
-        for n in LAUNCH_SIZES[1:]:
-            bw_mem = median(r["floor"]["memcpy"].get(n) for r in rounds)
-            t = median(series(raw, "mpiexec_c", n, COL.t_median_s))
-            table.row(
-                "hw-floor",
-                "bandwidth: MPI / memcpy",
-                n,
-                "memcpy single core",
-                bw_mem,
-                "MPI C one-way",
-                n / t if t else math.nan,
-                "B/s",
-                note="best-of-10 memcpy",
-            )
-    else:
-        table.not_measured(
-            "hw-floor", "MPI / hardware floor", f"{HW_FLOOR} not built (make kernels)"
+
+
+_NETPIPE_LABELS = {
+    "mpi": ("C kernel vs NetPIPE, same MPI", "NPmpich2", "our C kernel, same MPI"),
+    "tcp": ("C kernel over TCP vs NetPIPE TCP", "NPtcp (no MPI)", "our C kernel, MPI TCP"),
+}
+
+
+def _netpipe_kind_rows(table: Table, kind: str, got: dict, max_bytes: int) -> None:
+    """NetPIPE's best vs our mean at each size NetPIPE reached."""
+    metric, a_label, b_label = _NETPIPE_LABELS[kind]
+    version = got.get("mpi_version", "")
+    which = f"Debian MPICH {version}" if kind == "mpi" else "pip MPICH over TCP"
+    for n in (n for n in LAUNCH_SIZES if n <= max_bytes):
+        table.row(
+            "netpipe",
+            metric,
+            n,
+            a_label,
+            got["netpipe"].get(n, math.nan),
+            b_label,
+            got["ours"].get(n, {}).get("avg_s", math.nan),
+            "s",
+            note=f"{which}; NetPIPE: best of its trials, ours: mean",
         )
-    netpipe_rows(table, raw)
-    # course costs
-    table.row(
+
+
+def _mpi_build_rows(table: Table, raw: dict, got: dict, max_bytes: int) -> None:
+    """What the MPI build alone changes: the same C kernel on Debian's and the pip MPICH."""
+    for n in (n for n in LAUNCH_SIZES if n <= max_bytes):
+        table.row(
+            "netpipe",
+            "same C kernel: pip MPICH vs Debian MPICH",
+            n,
+            f"Debian MPICH {got.get('mpi_version', '')}",
+            got["ours"].get(n, {}).get("avg_s", math.nan),
+            "pip wheel MPICH",
+            _mpiexec_c(raw, n, COL.t_mean_s),
+            "s",
+            note="one-way means; the MPI build, not the kernel, differs",
+        )
+
+
+def netpipe_rows(table: Table, s: Settings, raw: dict) -> None:
+    """NetPIPE vs our C kernel on the same MPI and over TCP; a reason where it did not run."""
+    rec = raw.get("netpipe", {})
+    for kind in _NETPIPE_LABELS:
+        got = rec.get(kind, {"missing": "not run"})
+        if "missing" in got:
+            table.not_measured("netpipe", _NETPIPE_LABELS[kind][0], got["missing"])
+            continue
+        _netpipe_kind_rows(table, kind, got, rec["max_bytes"])
+        if kind == "mpi":
+            _mpi_build_rows(table, raw, got, rec["max_bytes"])
+
+
+def _cost_row(table: Table, group: str, metric: str, what: str, seconds: float, note="") -> None:
+    """A cost of running the course: one measured value (no peer, no ratio)."""
+    table.row(group, metric, None, "", math.nan, what, seconds, "s", ratio_definition="", note=note)
+
+
+def course_cost_rows(table: Table, s: Settings, raw: dict, sweep_note: str) -> None:
+    """Engine start and a full sweep; with a full run also nbgrader's costs."""
+    _cost_row(
+        table,
         "course-cost",
         "engine start (ipyparallel, mpi)",
-        None,
-        "",
-        math.nan,
-        f"{np_} engines",
+        f"{s.np} engines",
         raw["cluster_start_s"],
-        "s",
-        ratio_definition="",
         note="one start",
     )
     lo, hi = raw["full_sweep_range"]
-    table.row(
+    metric = f"sweep {lo} B..{hi} B, C, default precision"
+    _cost_row(table, "course-cost", metric, f"{s.np} ranks", raw["full_sweep_s"], sweep_note)
+    if s.quick:
+        why = "skipped with --quick (it runs nbgrader on every notebook: minutes)"
+        table.not_measured("course-cost", "autograde time of one submission", why)
+        table.not_measured("course-cost", "notebook execution time, grading mode", why)
+        table.not_measured("class-grading", "submissions per minute", why)
+        return
+    grading_rows(table, s, raw)
+
+
+def grading_rows(table: Table, s: Settings, raw: dict) -> None:
+    """Autograding one submission, executing each notebook, grading a class (JOBS=n vs 1)."""
+    graded = raw["autograde"]
+    _cost_row(
+        table,
         "course-cost",
-        f"sweep {lo} B..{hi} B, C, default precision",
+        f"autograde one submission ({graded['notebooks']} notebooks)",
+        f"score {graded['score']:g}/{graded['max_score']:g}",
+        graded["autograde_s"],
+        "make autograde JOBS=1: sandbox, grading mode, feedback; target 60 s",
+    )
+    times = raw["notebook_s"]
+    for name, seconds in times.items():
+        _cost_row(
+            table, "course-cost", f"execute {name}, grading mode", "nbconvert --execute", seconds
+        )
+    _cost_row(
+        table,
+        "course-cost",
+        "execute all notebooks, grading mode",
+        f"{len(times)} notebooks",
+        sum(times.values()),
+    )
+    graded = raw["class_grading"]
+    cores = max(graded["seconds"])  # graded at JOBS=1 and at JOBS=cores
+    per_min = {n: 60 * graded["count"] / sec for n, sec in graded["seconds"].items()}
+    table.row(
+        "class-grading",
+        f"submissions ({graded['notebook']}) per minute, JOBS={cores} vs 1",
         None,
-        "",
-        math.nan,
-        f"{np_} ranks",
-        raw["full_sweep_s"],
-        "s",
-        ratio_definition="",
-        note=sweep_note,
+        "JOBS=1",
+        per_min[1],
+        f"JOBS={cores}",
+        per_min[cores],
+        "1/min",
+        note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}; "
+        f"processes left: {len(graded['survivors'])}",
     )
 
 
-def netpipe_rows(table, raw):
-    """NetPIPE vs our C kernel on the same MPI and over TCP; a reason where it did not run."""
-    rec = raw.get("netpipe", {})
-    labels = {
-        "mpi": ("C kernel vs NetPIPE, same MPI", "NPmpich2", "our C kernel, same MPI"),
-        "tcp": ("C kernel over TCP vs NetPIPE TCP", "NPtcp (no MPI)", "our C kernel, MPI TCP"),
-    }
-    for kind, (metric, a_label, b_label) in labels.items():
-        got = rec.get(kind, {"missing": "not run"})
-        if "missing" in got:
-            table.not_measured("netpipe", metric, got["missing"])
-            continue
-        version = got.get("mpi_version", "")
-        for n in LAUNCH_SIZES:
-            if n > rec["max_bytes"]:
-                continue
-            a = got["netpipe"].get(n, math.nan)
-            b = got["ours"].get(n, {}).get("avg_s", math.nan)
-            which = f"Debian MPICH {version}" if kind == "mpi" else "pip MPICH over TCP"
-            table.row(
-                "netpipe",
-                metric,
-                n,
-                a_label,
-                a,
-                b_label,
-                b,
-                "s",
-                note=f"{which}; NetPIPE: best of its trials, ours: mean",
-            )
-        if kind == "mpi":  # what the MPI build alone changes, same C kernel
-            for n in LAUNCH_SIZES:
-                pip = median(series(raw, "mpiexec_c", n, COL.t_mean_s))
-                deb = got["ours"].get(n, {}).get("avg_s", math.nan)
-                if n <= rec["max_bytes"]:
-                    table.row(
-                        "netpipe",
-                        "same C kernel: pip MPICH vs Debian MPICH",
-                        n,
-                        f"Debian MPICH {version}",
-                        deb,
-                        "pip wheel MPICH",
-                        pip,
-                        "s",
-                        note="one-way means; the MPI build, not the kernel, differs",
-                    )
+# every group of rows that reads only the raw rounds, in the order of the table
+GROUPS = (
+    launcher_rows,
+    osu_rows,
+    osu_reference_row,
+    mpi4py_bench_rows,
+    overhead_row,
+    floor_rows,
+    netpipe_rows,
+)
+
+
+def build_table(s: Settings, raw: dict, sweep_note: str) -> Table:
+    """Every row of the table from the raw measurements (ratios, targets, course costs)."""
+    t = Table(s.rounds)
+    for rows in GROUPS:
+        rows(t, s, raw)
+    course_cost_rows(t, s, raw, sweep_note)
+    return t

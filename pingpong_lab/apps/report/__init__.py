@@ -88,66 +88,69 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    a = parser().parse_args(argv)
-    t0 = time.perf_counter()
-    if a.source:
-        src = Path(a.source)
-        if not src.is_dir():
-            print(f"report: error: --from {src}: no such folder", file=sys.stderr)
-            return 2
-        out = Path(a.out) if a.out else src
-        out.mkdir(parents=True, exist_ok=True)
-        sweeps = discover(src)
-        if not sweeps:
-            print(f"report: error: no sweep CSVs in {src} or {src}/data", file=sys.stderr)
-            return 1
-        log(f"re-analysing {len(sweeps)} sweeps from {src}: {', '.join(sorted(sweeps))}")
-        meta = {"mode": f"re-analysis of {src} (nothing measured)"}
-    else:
-        if a.np < 2:
-            print("report: error: --np must be at least 2", file=sys.stderr)
-            return 2
-        out = Path(a.out or "report")
-        data = out / "data"
-        if data.exists():
-            shutil.rmtree(data)  # a report describes one run
-        out.mkdir(parents=True, exist_ok=True)
-        load_before = machine_load()
-        try:
-            times = measure_all(data, a.np, a.quick)
-        except KeyboardInterrupt:
-            print("report: interrupted; the MPI job was stopped", file=sys.stderr)
-            return 130
-        load_after = machine_load()
-        sweeps = discover(data)
-        if not sweeps:
-            print("report: error: every sweep failed; nothing to report", file=sys.stderr)
-            return 1
-        meta = {
-            "mode": "quick (tiny sizes, for tests)" if a.quick else "full",
-            "ranks": a.np,
-            "sweep_seconds": times,
-            "timing": f"Measuring took {sum(times.values()):.0f} s.",
-            "machine_load": {"before": load_before, "after": load_after},
-        }
-        busy = busy_note(load_before, load_after, a.np, cpu_count())
-        if busy:
-            meta["busy"] = busy
-            log(busy)
+def _error(message: str, code: int) -> int:
+    print(f"report: error: {message}", file=sys.stderr)
+    return code
+
+
+def _reanalyse(a) -> tuple[dict, Path, dict] | int:
+    """--from DIR: the sweeps already in DIR (or DIR/data); an exit code when there are none."""
+    src = Path(a.source)
+    if not src.is_dir():
+        return _error(f"--from {src}: no such folder", 2)
+    out = Path(a.out) if a.out else src
+    out.mkdir(parents=True, exist_ok=True)
+    sweeps = discover(src)
+    if not sweeps:
+        return _error(f"no sweep CSVs in {src} or {src}/data", 1)
+    log(f"re-analysing {len(sweeps)} sweeps from {src}: {', '.join(sorted(sweeps))}")
+    return sweeps, out, {"mode": f"re-analysis of {src} (nothing measured)"}
+
+
+def _measure(a) -> tuple[dict, Path, dict] | int:
+    """Run every sweep into OUT/data (a fresh folder); an exit code when nothing was measured."""
+    if a.np < 2:
+        return _error("--np must be at least 2", 2)
+    out = Path(a.out or "report")
+    data = out / "data"
+    if data.exists():
+        shutil.rmtree(data)  # a report describes one run
+    out.mkdir(parents=True, exist_ok=True)
+    load_before = machine_load()
     try:
-        summary = write_report(sweeps, out, meta)
-    except ValueError as exc:
-        print(f"report: error: {exc}", file=sys.stderr)
-        return 1
-    n = summary["numbers"]
-    total = time.perf_counter() - t0
-    summary["meta"]["total_seconds"] = total
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+        times = measure_all(data, a.np, a.quick)
+    except KeyboardInterrupt:
+        print("report: interrupted; the MPI job was stopped", file=sys.stderr)
+        return 130
+    load_after = machine_load()
+    sweeps = discover(data)
+    if not sweeps:
+        return _error("every sweep failed; nothing to report", 1)
+    meta = {
+        "mode": "quick (tiny sizes, for tests)" if a.quick else "full",
+        "ranks": a.np,
+        "sweep_seconds": times,
+        "timing": f"Measuring took {sum(times.values()):.0f} s.",
+        "machine_load": {"before": load_before, "after": load_after},
+    }
+    busy = busy_note(load_before, load_after, a.np, cpu_count())
+    if busy:
+        meta["busy"] = busy
+        log(busy)
+    return sweeps, out, meta
+
+
+def _percent(fraction) -> str:
+    """A spread as a whole percentage; n/a where summary.json has none (no bandwidth read)."""
+    return "n/a" if fraction is None else f"{100 * fraction:.0f} %"
+
+
+def _log_headline(n: dict) -> None:
+    """The headline numbers in one log line."""
     r = n.get("rounds") or {}
     spread = (
-        f" (rounds spread {100 * r['latency_rel_spread']:.0f} % / "
-        f"{100 * r['bandwidth_rel_spread']:.0f} %)"
+        f" (rounds spread {_percent(r['latency_rel_spread'])} / "
+        f"{_percent(r['bandwidth_rel_spread'])})"
         if r
         else ""
     )
@@ -161,6 +164,23 @@ def main(argv=None) -> int:
         f"{format_ratio(n.get('tcp_over_shm_latency'))}, contention "
         f"{format_ratio(n.get('contention_slowdown_small'))}"
     )
+
+
+def main(argv=None) -> int:
+    a = parser().parse_args(argv)
+    t0 = time.perf_counter()
+    got = _reanalyse(a) if a.source else _measure(a)
+    if isinstance(got, int):
+        return got
+    sweeps, out, meta = got
+    try:
+        summary = write_report(sweeps, out, meta)
+    except ValueError as exc:
+        return _error(str(exc), 1)
+    total = time.perf_counter() - t0
+    summary["meta"]["total_seconds"] = total
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    _log_headline(summary["numbers"])
     log(f"wrote {out}/summary.md, summary.html, summary.json, figures/, data/ in {total:.0f} s")
     return 0
 

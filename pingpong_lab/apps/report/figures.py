@@ -103,6 +103,142 @@ def model_plot(h: headline.Headline, read: dict):
     return ax
 
 
+def _latency_figure(cb: Sweep, read: dict, save) -> None:
+    """C blocking one-way time with its CI, the headline's times and model."""
+    from ...analysis import plots
+
+    tab = cb.table()
+    x, t = tab[COL.nbytes], tab[COL.t_median_s]
+    ax = plots.latency_plot(
+        x, t, tab[COL.ci_lo_s], tab[COL.ci_hi_s], label="C blocking (median, 95 % CI)"
+    )
+    h = read.get("headline")
+    if h is not None:
+        _headline_points(ax, read)
+        draw_headline(ax, h, (float(np.nanmin(x)), float(np.nanmax(x))))
+    ax.legend(fontsize="small")
+    ax.set_title("Ping-pong latency (one way)")
+    save(ax, "latency_c_blocking.png", "C blocking one-way time and the headline's model")
+
+
+def _bandwidth_figure(cb: Sweep, read: dict, save) -> None:
+    """C blocking bandwidth and the headline's asymptote."""
+    from ...analysis import plots
+
+    tab = cb.table()
+    x, t = tab[COL.nbytes], tab[COL.t_median_s]
+    ax = plots.bandwidth_plot(x, t, label="C blocking (median)")
+    h = read.get("headline")
+    if h is not None:
+        _headline_points(ax, read, quantity="bandwidth")
+        draw_headline(ax, h, (float(np.nanmin(x)), float(np.nanmax(x))), quantity="bandwidth")
+    ax.legend(fontsize="small")
+    ax.set_title("Ping-pong bandwidth")
+    save(ax, "bandwidth_c_blocking.png", "Bandwidth and the asymptote 1/beta of the headline")
+
+
+def _model_figures(read: dict, save) -> None:
+    """The model the headline was read from, and the residuals of one line and of that model."""
+    from ...analysis import plots
+
+    h = read["headline"]
+    ax = model_plot(h, read)
+    save(ax, "model_c_blocking.png", f"The model the headline was read from: {h.label()}")
+    ax = plots.residual_plot(h.single, read["x"], read["t"])
+    legend = ["one line over all sizes"]
+    if h.method != "single line":
+        plots.residual_plot(h.model, read["x"], read["t"], ax=ax)
+        legend.append(h.label())
+    ax.legend(legend, fontsize="small")
+    ax.set_title("Relative residuals")
+    save(ax, "residuals_c_blocking.png", "Residuals of one line and of the headline model")
+
+
+def _c_blocking_figures(sweeps: dict[str, Sweep], analysis: dict, save) -> None:
+    """Latency, bandwidth and (with a headline) the model and its residuals."""
+    cb = sweeps.get("c_blocking")
+    if cb is None:
+        return
+    read = analysis.get("headlines", {}).get("c_blocking", {})
+    _latency_figure(cb, read, save)
+    _bandwidth_figure(cb, read, save)
+    if read.get("headline") is not None:
+        _model_figures(read, save)
+
+
+_KERNELS = (
+    ("c_blocking", "C blocking"),
+    ("c_nonblocking", "C non-blocking"),
+    ("python_blocking", "Python blocking"),
+    ("python_nonblocking", "Python non-blocking"),
+)
+
+
+def _kernel_figures(sweeps: dict[str, Sweep], analysis: dict, save) -> None:
+    """The kernels' median one-way times on one plot (when there are two or more)."""
+    from ...analysis import plots
+
+    series = {label: sweeps[role].table() for role, label in _KERNELS if role in sweeps}
+    if len(series) > 1:
+        ax = plots.compare_plot(series)
+        ax.set_title("C vs Python, blocking vs non-blocking")
+        save(ax, "compare_kernels.png", "Kernels compared (median one-way time)")
+
+
+def _transport_figures(sweeps: dict[str, Sweep], analysis: dict, save) -> None:
+    """Shared memory vs TCP loopback, time and bandwidth."""
+    from ...analysis import plots
+
+    if "c_blocking" not in sweeps or "c_blocking_tcp" not in sweeps:
+        return
+    shm_tcp = {
+        "shared memory": sweeps["c_blocking"].table(),
+        "TCP loopback": sweeps["c_blocking_tcp"].table(),
+    }
+    for quantity, name in (("time", "latency"), ("bandwidth", "bandwidth")):
+        ax = plots.compare_plot(shm_tcp, quantity=quantity)
+        ax.set_title("Shared memory vs TCP loopback (C blocking)")
+        save(ax, f"shm_vs_tcp_{name}.png", f"Shared memory vs TCP: {quantity}")
+
+
+def _variability_figure(sweeps: dict[str, Sweep], analysis: dict, save) -> None:
+    """The distribution of per-iteration times (the variability run, else C blocking)."""
+    from ...analysis import plots
+
+    var = sweeps.get("variability") or sweeps.get("c_blocking")
+    if var is not None and var.samples:
+        samples = {n: stats.max_across_ranks(a) for n, a in var.samples.items()}
+        ax = plots.variability_plot(samples)
+        ax.set_title(f"Per-iteration variability ({var.path.name})")
+        save(ax, "variability.png", "Distribution of per-iteration times (box: IQR, x: mean)")
+
+
+def _contention_figures(sweeps: dict[str, Sweep], analysis: dict, save) -> None:
+    """Time and aggregate bandwidth vs pairs, at the small and at the large size."""
+    from ...analysis import plots
+
+    cont = analysis["numbers"].get("contention")
+    for label in ("small", "large") if cont else ():
+        if f"{label}_t_s" not in cont[0]:
+            continue
+        nbytes = cont[0][f"{label}_bytes"]
+        ax, _ = plots.contention_plot(
+            [r["pairs"] for r in cont], [r[f"{label}_t_s"] for r in cont], nbytes
+        )
+        caption = f"Contention at {format_bytes(nbytes)}: time and aggregate bandwidth vs pairs"
+        save(ax, f"contention_{label}.png", caption)
+
+
+# every figure the report can draw, in the order the report lists them
+_FIGURES = (
+    _c_blocking_figures,
+    _kernel_figures,
+    _transport_figures,
+    _variability_figure,
+    _contention_figures,
+)
+
+
 def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tuple[str, str]]:
     """Draw every figure the data allow; [(file name, caption)]."""
     import matplotlib
@@ -120,86 +256,6 @@ def figures(sweeps: dict[str, Sweep], analysis: dict, fig_dir: Path) -> list[tup
         plt.close(ax.figure)
         made.append((name, caption))
 
-    read = analysis.get("headlines", {}).get("c_blocking", {})
-    h = read.get("headline")
-    cb = sweeps.get("c_blocking")
-    if cb is not None:
-        tab = cb.table()
-        x, t = tab[COL.nbytes], tab[COL.t_median_s]
-        span = (float(np.nanmin(x)), float(np.nanmax(x)))
-        ax = plots.latency_plot(
-            x, t, tab[COL.ci_lo_s], tab[COL.ci_hi_s], label="C blocking (median, 95 % CI)"
-        )
-        if h is not None:
-            _headline_points(ax, read)
-            draw_headline(ax, h, span)
-        ax.legend(fontsize="small")
-        ax.set_title("Ping-pong latency (one way)")
-        save(ax, "latency_c_blocking.png", "C blocking one-way time and the headline's model")
-        ax = plots.bandwidth_plot(x, t, label="C blocking (median)")
-        if h is not None:
-            _headline_points(ax, read, quantity="bandwidth")
-            draw_headline(ax, h, span, quantity="bandwidth")
-        ax.legend(fontsize="small")
-        ax.set_title("Ping-pong bandwidth")
-        save(ax, "bandwidth_c_blocking.png", "Bandwidth and the asymptote 1/beta of the headline")
-        if h is not None:
-            ax = model_plot(h, read)
-            save(ax, "model_c_blocking.png", f"The model the headline was read from: {h.label()}")
-            ax = plots.residual_plot(h.single, read["x"], read["t"])
-            legend = ["one line over all sizes"]
-            if h.method != "single line":
-                plots.residual_plot(h.model, read["x"], read["t"], ax=ax)
-                legend.append(h.label())
-            ax.legend(legend, fontsize="small")
-            ax.set_title("Relative residuals")
-            save(ax, "residuals_c_blocking.png", "Residuals of one line and of the headline model")
-    series = {
-        label: sweeps[role].table()
-        for role, label in (
-            ("c_blocking", "C blocking"),
-            ("c_nonblocking", "C non-blocking"),
-            ("python_blocking", "Python blocking"),
-            ("python_nonblocking", "Python non-blocking"),
-        )
-        if role in sweeps
-    }
-    if len(series) > 1:
-        ax = plots.compare_plot(series)
-        ax.set_title("C vs Python, blocking vs non-blocking")
-        save(ax, "compare_kernels.png", "Kernels compared (median one-way time)")
-    if cb is not None and "c_blocking_tcp" in sweeps:
-        shm_tcp = {"shared memory": cb.table(), "TCP loopback": sweeps["c_blocking_tcp"].table()}
-        ax = plots.compare_plot(shm_tcp)
-        ax.set_title("Shared memory vs TCP loopback (C blocking)")
-        save(ax, "shm_vs_tcp_latency.png", "Shared memory vs TCP: time")
-        ax = plots.compare_plot(shm_tcp, quantity="bandwidth")
-        ax.set_title("Shared memory vs TCP loopback (C blocking)")
-        save(ax, "shm_vs_tcp_bandwidth.png", "Shared memory vs TCP: bandwidth")
-    var = sweeps.get("variability") or cb
-    if var is not None and var.samples:
-        samples = {n: stats.max_across_ranks(a) for n, a in var.samples.items()}
-        ax = plots.variability_plot(samples)
-        ax.set_title(f"Per-iteration variability ({var.path.name})")
-        save(ax, "variability.png", "Distribution of per-iteration times (box: IQR, x: mean)")
-    cont = analysis["numbers"].get("contention")
-    if cont:
-        for label in ("small", "large"):
-            if f"{label}_t_s" not in cont[0]:
-                continue
-            ax, ax_bw = plots.contention_plot(
-                [r["pairs"] for r in cont],
-                [r[f"{label}_t_s"] for r in cont],
-                cont[0][f"{label}_bytes"],
-            )
-            name = f"contention_{label}.png"
-            plots.save(ax, fig_dir / name)
-            plt.close(ax.figure)
-            made.append(
-                (
-                    name,
-                    f"Contention at {format_bytes(cont[0][f'{label}_bytes'])}: "
-                    "time and aggregate bandwidth vs pairs",
-                )
-            )
+    for draw in _FIGURES:
+        draw(sweeps, analysis, save)
     return made
