@@ -33,4 +33,28 @@ static const char pp_info[] =
 
 const char *pp_build_info(void) { return pp_info; }
 
+#define PP_STR_(x) #x
+#define PP_STR(x) PP_STR_(x)
+#define PP_ERR_ENTRY(name) #name "=" PP_STR(PP_##name) ":" PP_##name##_TEXT ";"
+
+/* Kept in the binary as plain text too, like pp_info. */
+static const char pp_interface_text[] =
+    "PP_INTERFACE:"
+    "SHARED_BUFFER=" PP_STR(PP_SHARED_BUFFER) ";"
+    "CORRUPT_ECHO=" PP_STR(PP_CORRUPT_ECHO) ";"
+    "BATCH_SHIFT=" PP_STR(PP_BATCH_SHIFT) ";"
+    "TAG=" PP_STR(PP_TAG) ";"
+    "TAG_READY=" PP_STR(PP_TAG_READY) ";"
+    PP_ERR_ENTRY(ERR_ARGS)
+    PP_ERR_ENTRY(ERR_ODD_RANKS)
+    PP_ERR_ENTRY(ERR_NO_PEER)
+    PP_ERR_ENTRY(ERR_ALLOC)
+    PP_ERR_ENTRY(ERR_MPI)
+    "KERNEL_blocking=pp_pingpong_blocking;"
+    "KERNEL_nonblocking=pp_pingpong_nonblocking;"
+    "KERNEL_pairwise=pp_pairwise;"
+    "END;";
+
+const char *pp_interface(void) { return pp_interface_text; }
+
 int pp_sizeof_comm(void) { return (int)sizeof(MPI_Comm); }

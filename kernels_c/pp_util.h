@@ -27,12 +27,18 @@
 #define PP_FLAGS_BATCH(k) ((k) << PP_BATCH_SHIFT)
 #define PP_BATCH_OF(flags) (((flags) >> PP_BATCH_SHIFT) > 0 ? ((flags) >> PP_BATCH_SHIFT) : 1)
 
-/* Error codes (negative return values). */
-#define PP_ERR_ARGS (-1)     /* bad argument: negative counts, NULL samples */
-#define PP_ERR_ODD_RANKS (-2) /* pairwise exchange needs an even number of ranks */
-#define PP_ERR_NO_PEER (-3)  /* ping-pong needs at least two ranks */
-#define PP_ERR_ALLOC (-4)    /* could not allocate the message buffers */
-#define PP_ERR_MPI (-5)      /* an MPI call returned an error */
+/* Error codes (negative return values) and what each means, as Python reports it. */
+#define PP_ERR_ARGS (-1)
+#define PP_ERR_ARGS_TEXT "bad argument (negative size or count, or no sample buffer)"
+#define PP_ERR_ODD_RANKS (-2)
+#define PP_ERR_ODD_RANKS_TEXT                                                                   \
+    "the pairwise exchange needs an even number of ranks (bottom half <-> top half)"
+#define PP_ERR_NO_PEER (-3)
+#define PP_ERR_NO_PEER_TEXT "a ping-pong needs at least 2 ranks"
+#define PP_ERR_ALLOC (-4)
+#define PP_ERR_ALLOC_TEXT "could not allocate the message buffers (message too large for memory?)"
+#define PP_ERR_MPI (-5)
+#define PP_ERR_MPI_TEXT "an MPI call failed (see the engine's stderr)"
 
 /* Named constants. */
 #define PP_TAG 17               /* message tag used by every kernel */
@@ -90,6 +96,10 @@ int pp_pingpong_ranks_0_1(MPI_Comm comm, int nonblocking, size_t nbytes, int war
 /* What this library was compiled against, for the loader's ABI preflight. The same text is
  * embedded in the binary as "PP_BUILD_INFO:...;" so it can be read without loading it. */
 const char *pp_build_info(void);
+/* This interface as Python needs it: flags, tags, error codes with their meaning and the
+ * kernels by mode, as "PP_INTERFACE:NAME=value;...;END;", also embedded in the binary. Python
+ * reads its constants from here (mpi/cinterface.py): this header is their only source. */
+const char *pp_interface(void);
 int pp_sizeof_comm(void);
 
 /* Kernels. */

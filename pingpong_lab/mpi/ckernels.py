@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import runtime
 from ..errors import ABIMismatchError, CompileError, KernelError
-from . import environment
+from . import cinterface, environment
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 KERNELS_DIR = PACKAGE_ROOT / "kernels_c"
@@ -41,22 +41,15 @@ def kernels_build_dir() -> Path:
 KERNELS_BUILD = kernels_build_dir()
 DEFAULT_LIBRARY = KERNELS_BUILD / "libpingpong.so"
 
-SHARED_BUFFER = 1  # flags, as in pp_util.h
-CORRUPT_ECHO = 2
-BATCH_SHIFT = 8  # PP_FLAGS_BATCH(k): round trips per timed sample
 MAX_BATCH = 1 << 22
-ERRORS = {
-    -1: "bad argument (negative size or count, or no sample buffer)",
-    -2: "the pairwise exchange needs an even number of ranks (bottom half <-> top half)",
-    -3: "a ping-pong needs at least 2 ranks",
-    -4: "could not allocate the message buffers (message too large for memory?)",
-    -5: "an MPI call failed (see the engine's stderr)",
-}
-C_FUNCTIONS = {
-    "blocking": "pp_pingpong_blocking",
-    "nonblocking": "pp_pingpong_nonblocking",
-    "pairwise": "pp_pairwise",
-}
+
+
+def interface(path=None) -> cinterface.Interface:
+    """The C interface (flags, tags, errors, kernels by mode) of a library, by default the
+    course's own: read from the built file, pp_util.h being its one source."""
+    return cinterface.read(path or DEFAULT_LIBRARY)
+
+
 _INFO = re.compile(rb"PP_BUILD_INFO:vendor=([^;\0]*);version=([^;\0]*);handle=([^;\0]*);")
 _loaded: dict[str, ctypes.CDLL] = {}
 
@@ -132,7 +125,7 @@ def load(path=DEFAULT_LIBRARY, check_abi: bool = True) -> ctypes.CDLL:
             )
     else:
         lib = ctypes.CDLL(key)
-    for cname in C_FUNCTIONS.values():
+    for cname in cinterface.read(key).kernels.values():
         if hasattr(lib, cname):
             fn = getattr(lib, cname)
             fn.argtypes = [
@@ -150,19 +143,19 @@ def load(path=DEFAULT_LIBRARY, check_abi: bool = True) -> ctypes.CDLL:
 
 def c_kernel(mode: str, path=DEFAULT_LIBRARY):
     """A Python callable with the interface of kernels.py that runs the C kernel `mode`."""
-    if mode not in C_FUNCTIONS:
-        raise ValueError(f"unknown C kernel {mode!r}; choose one of {sorted(C_FUNCTIONS)}")
+    api = interface(path)
+    if mode not in api.kernels:
+        raise ValueError(f"unknown C kernel {mode!r}; choose one of {sorted(api.kernels)}")
 
     def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
         lib = load(path)
-        fn = getattr(lib, C_FUNCTIONS[mode])
+        fn = getattr(lib, api.kernels[mode])
         samples = np.full(max(int(iters), 1), np.nan)
         if nbytes < 0 or warmup < 0 or iters < 0:
             raise KernelError(f"sizes and counts must be non-negative: {nbytes}, {warmup}, {iters}")
         if not 1 <= int(batch) < MAX_BATCH:
             raise KernelError(f"batch must be between 1 and {MAX_BATCH - 1}, got {batch}")
-        flags = (SHARED_BUFFER if shared_buffer else 0) | (CORRUPT_ECHO if corrupt_echo else 0)
-        flags |= int(batch) << BATCH_SHIFT
+        flags = api.flags(shared_buffer, corrupt_echo, batch)
         rc = fn(
             comm_handle(comm),
             int(nbytes),
@@ -172,7 +165,7 @@ def c_kernel(mode: str, path=DEFAULT_LIBRARY):
             samples.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
         )
         if rc < 0:
-            raise KernelError(f"C kernel {mode} at {nbytes} B: {ERRORS.get(rc, f'error {rc}')}")
+            raise KernelError(f"C kernel {mode} at {nbytes} B: {api.error_text(rc)}")
         return samples[: int(iters)], rc
 
     kernel.__name__ = f"c_{mode}"

@@ -24,8 +24,14 @@ import numpy as np
 from ..errors import KernelError
 from . import buffers, payload
 
-TAG = 17
-TAG_READY = 18  # the answering rank's empty "checked, ready" message
+
+def tags() -> tuple[int, int]:
+    """(message tag, "checked, ready" tag): the C kernels' (kernels_c/pp_util.h), so that a
+    Python and a C rank speak the same protocol; read from the built library's interface."""
+    from .ckernels import interface
+
+    i = interface()
+    return i.tag, i.tag_ready
 
 
 def _check_args(comm, nbytes, warmup, iters, batch=1):
@@ -48,6 +54,7 @@ def _messages(comm, peer, sbuf, rbuf, nbytes, style):
     """
     from mpi4py import MPI
 
+    TAG = tags()[0]  # noqa: N806 - the protocol's constant, bound once for the loop
     s_msg, r_msg = [sbuf, nbytes, MPI.BYTE], [rbuf, nbytes, MPI.BYTE]
     Send, Recv, Isend, Irecv = comm.Send, comm.Recv, comm.Isend, comm.Irecv
     waitall = MPI.Request.Waitall
@@ -138,6 +145,7 @@ def _run_pairs(
     stamps = payload.Stamps(nbytes)
     stamps.body(sbuf)  # once per call
     start, answer = _messages(comm, peer, sbuf, rbuf, nbytes, style)
+    TAG_READY = tags()[1]  # noqa: N806 - the answering rank's empty "checked, ready" message
     ready = [rbuf, 0, MPI.BYTE]  # an empty message
     more = range(batch - 1)  # empty for one round trip per sample
     corrupt = 0

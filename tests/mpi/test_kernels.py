@@ -95,11 +95,12 @@ def _stale_requests_to(kind):
             ok, agreed = np.ones(1, np.intc), np.zeros(1, np.intc)
             comm.Allreduce(ok, agreed, op=MPI.MIN)
             comm.Allreduce(ok, agreed, op=MPI.MIN)
+        tag, ready = kernels.tags()
         comm.Barrier()  # the kernels' synchronised start (no warm-up)
         for _ in range(3):
-            comm.Send(stale, 1, kernels.TAG)
-            comm.Recv(reply, 1, kernels.TAG)
-            comm.Recv([reply, 0, MPI.BYTE], 1, kernels.TAG_READY)
+            comm.Send(stale, 1, tag)
+            comm.Recv(reply, 1, tag)
+            comm.Recv([reply, 0, MPI.BYTE], 1, ready)
     return None
 
 
