@@ -398,18 +398,44 @@ def sweep_result(rows, kernel="student C", method="echo") -> dict:
     }
 
 
-def samples_result(rows, kernel="student C") -> dict:
-    """The values of handoff result "02_samples": samples_s (sizes, ranks, reps).
+def samples_result(rows, kernel="student C", cap=None) -> dict:
+    """The values of handoff result "02_samples": every round trip of every size.
 
-    Every size keeps the same number of round trips, the smallest count any size measured
-    (its first ones), so that the array is rectangular.
+    Sizes measure different numbers of round trips, so the samples of all sizes are joined
+    along the round trips: samples_s has shape (ranks, total) and reps[k] says how many of
+    its columns belong to nbytes[k], in order (`samples_by_size` splits them again). With
+    `cap`, a size that measured more than `cap` round trips keeps `cap` of them spread evenly
+    over its whole run (a uniform subsample), never just its first ones.
     """
-    keep = min(np.asarray(r["samples"]).shape[1] for r in rows)
+    kept = []
+    for row in rows:
+        a = np.atleast_2d(np.asarray(row["samples"], dtype=float))
+        if cap is not None and a.shape[1] > cap:
+            a = a[:, np.linspace(0, a.shape[1] - 1, int(cap)).round().astype(int)]
+        kept.append(a)
     return {
         "nbytes": np.array([r["nbytes"] for r in rows], dtype=np.int64),
-        "samples_s": np.stack([np.asarray(r["samples"], dtype=float)[:, :keep] for r in rows]),
+        "reps": np.array([a.shape[1] for a in kept], dtype=np.int64),
+        "samples_s": np.concatenate(kept, axis=1),
         "kernel": kernel,
     }
+
+
+def samples_by_size(result) -> dict:
+    """{nbytes: array (ranks, round trips)} from a "02_samples" result (see samples_result).
+
+    Also reads the older layout, one rectangular array (sizes, ranks, round trips)."""
+    nbytes = [int(b) for b in result["nbytes"]]
+    samples = np.asarray(result["samples_s"], dtype=float)
+    if samples.ndim == 3:
+        return dict(zip(nbytes, samples, strict=True))
+    ends = np.cumsum(np.asarray(result["reps"], dtype=np.int64))
+    if len(ends) != len(nbytes) or (ends.size and ends[-1] != samples.shape[1]):
+        raise ValueError(
+            f"02_samples: {len(nbytes)} sizes and reps {list(result['reps'])} do not split "
+            f"{samples.shape[1]} round trips"
+        )
+    return dict(zip(nbytes, np.split(samples, ends[:-1], axis=1), strict=True))
 
 
 def save_result(name, **values) -> None:
