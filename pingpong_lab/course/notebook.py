@@ -577,6 +577,5 @@ def bench_vs_reference(path="bench.c", max_bytes=1 << 20, reps=200, warmup=20) -
         ref = reference.get(int(n), float("nan"))
         print(f"{int(n):>9} {t * 1e6:12.2f} {ref * 1e6:20.2f} {t / ref:7.2f}")
     ratio, growth = cbench.compare_with_reference(table, reference)
-    print(
-        f"median ratio {ratio:.2f}; {int(table['nbytes'][-1])} B takes {growth:.1f}x a quarter of it"
-    )
+    largest = int(table["nbytes"][-1])
+    print(f"median ratio {ratio:.2f}; {largest} B takes {growth:.1f}x as long as {largest // 4} B")
