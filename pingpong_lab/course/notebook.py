@@ -499,7 +499,7 @@ def run_benchmark(path="bench.c", out="bench.csv", max_bytes=1 << 22, reps=1000,
     from .grading import cbench
 
     try:
-        exe = cbench.build_bench(path)
+        exe = cbench.build_bench(path, show_warnings=True)
     except AssertionError as exc:
         raise RuntimeError(str(exc)) from None
     print(f"built:   {Path(environment.mpicc()).name} {' '.join(cbench.FLAGS)} {path} -o {exe}")

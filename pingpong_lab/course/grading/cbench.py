@@ -55,16 +55,18 @@ def bench_sizes(max_bytes: int) -> list[int]:
     return sizes
 
 
-def build_bench(path="bench.c", graded=False) -> str:
+def build_bench(path="bench.c", graded=False, show_warnings=False) -> str:
     """Compile the learner's program with the environment's mpicc; the executable's path.
 
     graded: link the profiling layer of kernels_c/grading/bench_graded.c as well. Compiler
-    errors raise AssertionError quoting them.
+    errors raise AssertionError quoting them; warnings are printed only with show_warnings.
     """
     source_path = _learner_source(path)
     extra = [GRADING_C / "bench_graded.c"] if graded else []
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with (
+            contextlib.nullcontext() if show_warnings else contextlib.redirect_stdout(io.StringIO())
+        ):
             exe = build_cached(
                 "bench_checked" if graded else "bench",
                 source_path.read_text(),
