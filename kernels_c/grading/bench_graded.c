@@ -7,23 +7,25 @@
  *
  *   PP_BENCH_LOG=PATH     at MPI_Finalize each rank writes PATH.rankR: one line
  *                         "sent BYTES COUNT" per message size it sent (to any peer);
- *   PP_BENCH_FAKE_CLOCK=1 MPI_Wtime is a fake clock that only point-to-point calls move, by
- *                         (rank + 1) * (PP_BENCH_LATENCY_S + bytes * PP_BENCH_S_PER_BYTE) per
- *                         message sent or received: a correct program then reports, per
+ *   PP_BENCH_FAKE_CLOCK=L,B  MPI_Wtime is a fake clock that only point-to-point calls move,
+ *                         by (rank + 1) * (L + bytes * B) seconds per message sent or received
+ *                         ("1" for L = 1 us, B = 1 ns): a correct program then reports, per
  *                         size, exactly the slowest rank's one-way time (see cbench.py);
  *   PP_BENCH_CORRUPT=1    every message rank 1 sends to rank 0 leaves with one byte flipped:
  *                         a program that checks the echo must notice and fail.
+ * The switches are removed from the environment once read, so the program does not see them.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PP_BENCH_LATENCY_S 1e-6
+#define PP_BENCH_LATENCY_S 1e-6  /* the fake clock's defaults */
 #define PP_BENCH_S_PER_BYTE 1e-9
 #define PP_BENCH_SIZES 64 /* distinct message sizes counted; enough for 1 B .. 2^62 B */
 
 static int fake_clock, corrupt, my_rank;
+static double fake_latency_s = PP_BENCH_LATENCY_S, fake_s_per_byte = PP_BENCH_S_PER_BYTE;
 static const char *log_path;
 static double fake_now = 1000.0;
 static long long sizes_sent[PP_BENCH_SIZES];
@@ -40,7 +42,7 @@ static long long bytes_of(int count, MPI_Datatype type)
 static void moved(long long bytes)
 {
     if (fake_clock)
-        fake_now += (my_rank + 1) * (PP_BENCH_LATENCY_S + (double)bytes * PP_BENCH_S_PER_BYTE);
+        fake_now += (my_rank + 1) * (fake_latency_s + (double)bytes * fake_s_per_byte);
 }
 
 static void sent(int count, MPI_Datatype type)
@@ -82,12 +84,28 @@ static int getflag(const char *name)
     return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
+static char log_copy[4096];
+
 static void start(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     fake_clock = getflag("PP_BENCH_FAKE_CLOCK");
+    if (fake_clock) {
+        double latency, per_byte;
+        if (sscanf(getenv("PP_BENCH_FAKE_CLOCK"), "%lf,%lf", &latency, &per_byte) == 2) {
+            fake_latency_s = latency;
+            fake_s_per_byte = per_byte;
+        }
+    }
     corrupt = getflag("PP_BENCH_CORRUPT");
-    log_path = getenv("PP_BENCH_LOG");
+    const char *log = getenv("PP_BENCH_LOG");
+    if (log != NULL) {
+        snprintf(log_copy, sizeof log_copy, "%s", log);
+        log_path = log_copy;
+    }
+    unsetenv("PP_BENCH_FAKE_CLOCK");
+    unsetenv("PP_BENCH_CORRUPT");
+    unsetenv("PP_BENCH_LOG");
 }
 
 int MPI_Init(int *argc, char ***argv)

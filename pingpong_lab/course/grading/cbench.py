@@ -11,8 +11,9 @@ over ranks). The checks run it in separate processes (mpicc, mpiexec), each with
 - check_bench_csv         a real run: exit status 0, the columns, every size, positive times;
 - check_bench_messages    rank 0 sent every size WARMUP + REPS times (warm-up, repetitions);
 - check_bench_fake_clock  linked with kernels_c/grading/bench_graded.c, whose MPI_Wtime only
-                          point-to-point calls move, and faster on rank 0 than on rank 1: the
-                          program must report exactly rank 1's time, the slower rank's;
+                          point-to-point calls move (on rank 1 twice as far per message as on
+                          rank 0, at rates drawn for each check): the program must report
+                          exactly rank 1's one-way time, the slower rank's;
 - check_bench_payload     the same layer flips a byte of every echo: the program must fail;
 - check_bench_against_reference  a real run next to the course's C kernel (echo buffers, same
                           sizes and counts): times that grow with size and a ratio in a wide band.
@@ -199,24 +200,33 @@ def check_bench_messages(path="bench.c", max_bytes=1 << 10, reps=12, warmup=5) -
     return True
 
 
-def fake_one_way_s(nbytes, nranks=2):
+def fake_one_way_s(nbytes, nranks=2, latency_s=FAKE_LATENCY_S, s_per_byte=FAKE_S_PER_BYTE):
     """What a correct program reports under bench_graded.c's fake clock: the slowest rank's
-    one-way time, (nranks) * (FAKE_LATENCY_S + nbytes * FAKE_S_PER_BYTE)."""
-    return nranks * (FAKE_LATENCY_S + np.asarray(nbytes, dtype=float) * FAKE_S_PER_BYTE)
+    one-way time, nranks * (latency_s + nbytes * s_per_byte)."""
+    return nranks * (latency_s + np.asarray(nbytes, dtype=float) * s_per_byte)
 
 
-def fake_clock_table(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2) -> dict:
-    """The CSV of a run under bench_graded.c's fake clock."""
+def fake_clock_table(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2,
+                     latency_s=FAKE_LATENCY_S, s_per_byte=FAKE_S_PER_BYTE) -> dict:  # fmt: skip
+    """The CSV of a run under bench_graded.c's fake clock (latency_s + nbytes * s_per_byte per
+    message on rank 0, twice that on rank 1)."""
     exe = build_bench(path, graded=True)
-    return _run_and_read(exe, max_bytes, reps, warmup, env={"PP_BENCH_FAKE_CLOCK": "1"},
+    clock = f"{latency_s!r},{s_per_byte!r}"
+    return _run_and_read(exe, max_bytes, reps, warmup, env={"PP_BENCH_FAKE_CLOCK": clock},
                          what="the benchmark under the fake clock")  # fmt: skip
 
 
-def check_bench_fake_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2) -> bool:
-    """Under the fake clock every size reports the slower rank's one-way time, exactly."""
-    table = fake_clock_table(path, max_bytes, reps, warmup)
+def check_bench_fake_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2, seed=None):
+    """Under the fake clock every size reports the slower rank's one-way time, exactly.
+
+    The clock's rates are drawn at random for each check (seed), so no constant passes.
+    """
+    rng = np.random.default_rng(seed)
+    latency_s = float(rng.uniform(0.5e-6, 3e-6))
+    s_per_byte = float(rng.uniform(0.2e-9, 2e-9))
+    table = fake_clock_table(path, max_bytes, reps, warmup, latency_s, s_per_byte)
     _check_table(table, max_bytes, what="the CSV under the fake clock")
-    want = fake_one_way_s(table["nbytes"])
+    want = fake_one_way_s(table["nbytes"], 2, latency_s, s_per_byte)
     got = table["t_median_s"]
     if np.allclose(got, want, rtol=1e-3, atol=0):
         return True
@@ -231,8 +241,8 @@ def check_bench_fake_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2)
     elif np.isclose(got[k], 2 * want[k], rtol=1e-3):
         hint = " That is a whole round trip: one way is half of it."
     raise AssertionError(
-        "with a fake MPI_Wtime that moves only when messages are sent or received (and twice "
-        f"as fast on rank 0 as on rank 1), {n} bytes should report {want[k]:.6g} s one way, "
+        "with a fake MPI_Wtime that moves only when messages are sent or received (on rank 1 "
+        f"twice as far per message as on rank 0), {n} bytes should report {want[k]:.6g} s one way, "
         f"got {got[k]:.6g} s.{hint}"
     )
 
