@@ -70,3 +70,14 @@ def test_the_eager_limit_is_not_stated_as_this_machines_8_kib():
     flat = " ".join(limit[0].split())
     assert "depends on the MPI library" in flat and "transport" in flat
     assert "02_deadlock" in flat and "first_deadlock_bytes" in flat
+
+
+def test_the_written_answer_asks_for_own_numbers_and_its_scheme_has_half_points_and_a_model():
+    schemes = [t for t in markdown() if "=== BEGIN MARK SCHEME ===" in t]
+    assert schemes
+    for text in schemes:
+        question, scheme = text.split("=== BEGIN MARK SCHEME ===")
+        assert "your" in question and "output" in question and "interval" in question
+        items = [line for line in scheme.splitlines() if line.startswith("- **1 point")]
+        assert items and scheme.count("Half a point") >= len(items), "half points per item"
+        assert "**Model answer**" in scheme and "not the learner's own" in scheme
