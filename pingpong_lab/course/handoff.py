@@ -91,7 +91,7 @@ def save(name: str, directory=None, **values) -> Path:
     npz, meta = folder / f"{name}.npz", folder / f"{name}.json"
     tmp_npz, tmp_meta = folder / f".{name}.npz.tmp", folder / f".{name}.json.tmp"
     with open(tmp_npz, "wb") as f:
-        np.savez(f, **arrays)
+        np.savez_compressed(f, **arrays)
     tmp_meta.write_text(json.dumps(plain, indent=1, sort_keys=True) + "\n")
     os.replace(tmp_npz, npz)
     os.replace(tmp_meta, meta)

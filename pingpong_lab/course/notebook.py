@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -398,18 +400,44 @@ def sweep_result(rows, kernel="student C", method="echo") -> dict:
     }
 
 
-def samples_result(rows, kernel="student C") -> dict:
-    """The values of handoff result "02_samples": samples_s (sizes, ranks, reps).
+def samples_result(rows, kernel="student C", cap=None) -> dict:
+    """The values of handoff result "02_samples": every round trip of every size.
 
-    Every size keeps the same number of round trips, the smallest count any size measured
-    (its first ones), so that the array is rectangular.
+    Sizes measure different numbers of round trips, so the samples of all sizes are joined
+    along the round trips: samples_s has shape (ranks, total) and reps[k] says how many of
+    its columns belong to nbytes[k], in order (`samples_by_size` splits them again). With
+    `cap`, a size that measured more than `cap` round trips keeps `cap` of them spread evenly
+    over its whole run (a uniform subsample), never just its first ones.
     """
-    keep = min(np.asarray(r["samples"]).shape[1] for r in rows)
+    kept = []
+    for row in rows:
+        a = np.atleast_2d(np.asarray(row["samples"], dtype=float))
+        if cap is not None and a.shape[1] > cap:
+            a = a[:, np.linspace(0, a.shape[1] - 1, int(cap)).round().astype(int)]
+        kept.append(a)
     return {
         "nbytes": np.array([r["nbytes"] for r in rows], dtype=np.int64),
-        "samples_s": np.stack([np.asarray(r["samples"], dtype=float)[:, :keep] for r in rows]),
+        "reps": np.array([a.shape[1] for a in kept], dtype=np.int64),
+        "samples_s": np.concatenate(kept, axis=1),
         "kernel": kernel,
     }
+
+
+def samples_by_size(result) -> dict:
+    """{nbytes: array (ranks, round trips)} from a "02_samples" result (see samples_result).
+
+    Also reads the older layout, one rectangular array (sizes, ranks, round trips)."""
+    nbytes = [int(b) for b in result["nbytes"]]
+    samples = np.asarray(result["samples_s"], dtype=float)
+    if samples.ndim == 3:
+        return dict(zip(nbytes, samples, strict=True))
+    ends = np.cumsum(np.asarray(result["reps"], dtype=np.int64))
+    if len(ends) != len(nbytes) or (ends.size and ends[-1] != samples.shape[1]):
+        raise ValueError(
+            f"02_samples: {len(nbytes)} sizes and reps {list(result['reps'])} do not split "
+            f"{samples.shape[1]} round trips"
+        )
+    return dict(zip(nbytes, np.split(samples, ends[:-1], axis=1), strict=True))
 
 
 def save_result(name, **values) -> None:
@@ -447,3 +475,107 @@ def break_it(experiment, sizes=None, stuck_after_s=None) -> dict:
 
 
 grading.seal(sys.modules[__name__])
+
+
+# -- notebook 02, Part E: the learner's own benchmark program --------------------------------
+def _bench_finished(proc) -> None:
+    from .grading import cbench
+
+    if proc.returncode == cbench.NOT_IMPLEMENTED_STATUS:
+        raise RuntimeError(cbench.UNFINISHED)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
+        raise RuntimeError(f"the program ended with exit status {proc.returncode}:\n{tail}")
+
+
+def run_benchmark(path="bench.c", out="bench.csv", max_bytes=1 << 22, reps=1000, warmup=100,
+                  timeout=300.0) -> dict:  # fmt: skip
+    """Build `path` with this environment's mpicc, run it on 2 ranks, print and return its CSV.
+
+    A compiler error, a deadline overrun or a non-zero exit status raise an error that says
+    which, with the compiler's or the program's last messages.
+    """
+    from ..mpi import environment
+    from .grading import cbench
+
+    try:
+        exe = cbench.build_bench(path, show_warnings=True)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    print(f"built:   {Path(environment.mpicc()).name} {' '.join(cbench.FLAGS)} {path} -o {exe}")
+    print(f"running: mpiexec -n 2 {Path(exe).name} {out} {max_bytes} {reps} {warmup}")
+    try:
+        proc = cbench.run_bench(exe, out, max_bytes, reps, warmup, timeout=timeout)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    _bench_finished(proc)
+    table = cbench.read_bench_csv(out)
+    print(Path(out).read_text().strip())
+    return table
+
+
+def bench_messages(path="bench.c", max_bytes=1 << 10, reps=12, warmup=5) -> None:
+    """How many messages of each size rank 0 sent (with REPS and WARMUP as given)."""
+    from .grading import cbench
+
+    try:
+        table, sent = cbench.message_counts(path, max_bytes, reps, warmup)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    print(f"REPS={reps}, WARMUP={warmup}: rank 0 should send each size {reps + warmup} times")
+    for nbytes in cbench.bench_sizes(max_bytes):
+        print(f"{nbytes:>8} B: {sent.get(nbytes, 0):>4} messages")
+    print(f"reps column: {sorted({int(r) for r in table['reps']})}")
+
+
+def bench_fake_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2) -> None:
+    """The program's times under a fake MPI_Wtime, next to the slowest rank's one-way time."""
+    from .grading import cbench
+
+    try:
+        table = cbench.fake_clock_table(path, max_bytes, reps, warmup)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    want = cbench.fake_one_way_s(table["nbytes"])
+    print("   nbytes   yours (s)    slowest rank (s)")
+    for n, got, w in zip(table["nbytes"], table["t_median_s"], want, strict=True):
+        print(
+            f"{int(n):>9} {got:11.4g} {w:15.4g}  {'ok' if np.isclose(got, w, rtol=1e-3) else '<-'}"
+        )
+
+
+def bench_corrupted(path="bench.c") -> None:
+    """Run the program while every echo comes back with one byte changed; say how it ended."""
+    from .grading import cbench
+
+    try:
+        proc = cbench.corrupted_run(path)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    if proc.returncode == cbench.NOT_IMPLEMENTED_STATUS:
+        raise RuntimeError(cbench.UNFINISHED)
+    said = proc.stderr.strip().splitlines()
+    print(f"exit status {proc.returncode}; its first message: {said[0] if said else '(none)'}")
+
+
+def bench_vs_reference(path="bench.c", max_bytes=1 << 20, reps=200, warmup=20) -> None:
+    """Your program and the course's C kernel (echo buffers), same sizes, one after the other."""
+    from .grading import cbench
+
+    try:
+        exe = cbench.build_bench(path)
+        with tempfile.TemporaryDirectory(prefix="pp-bench-") as tmp:
+            out = Path(tmp) / "bench.csv"
+            proc = cbench.run_bench(exe, out, max_bytes, reps, warmup)
+            _bench_finished(proc)
+            table = cbench.read_bench_csv(out)
+        reference = cbench.reference_bench(max_bytes, reps, warmup)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
+    print("   nbytes   yours (us)   course kernel (us)   ratio")
+    for n, t in zip(table["nbytes"], table["t_median_s"], strict=True):
+        ref = reference.get(int(n), float("nan"))
+        print(f"{int(n):>9} {t * 1e6:12.2f} {ref * 1e6:20.2f} {t / ref:7.2f}")
+    ratio, growth = cbench.compare_with_reference(table, reference)
+    largest = int(table["nbytes"][-1])
+    print(f"median ratio {ratio:.2f}; {largest} B takes {growth:.1f}x as long as {largest // 4} B")

@@ -150,8 +150,17 @@ PARTIAL = {
 OLD_STUBS = {
     "01_pingpong": ({"predict_deadlocks", "explain_deadlocks"}, {"explain_deadlocks"}),
     "02_timing": (
-        {"time_pingpong_c", "predict_flat", "defend_numbers"},
-        {"test_c_timing_calls", "test_c_timing_engines", "defend_numbers"},
+        {"time_pingpong_c", "bench_c", "predict_flat", "defend_numbers"},
+        {
+            "test_c_timing_calls",
+            "test_c_timing_engines",
+            "test_bench_csv",
+            "test_bench_messages",
+            "test_bench_fake_clock",
+            "test_bench_payload",
+            "test_bench_vs_reference",
+            "defend_numbers",
+        },
     ),
 }
 

@@ -98,7 +98,66 @@ def pingpong_nonblocking(comm, sendbuf, recvbuf):
 ''',
 }
 
+
+def _bench(*edits: tuple[str, str]) -> str:
+    """Notebook 02's bench.c solution cell (from course/source) with each (old, new) applied."""
+    source_nb = Path(__file__).resolve().parents[2] / "course/source/02_timing/02_timing.ipynb"
+    cell = next(
+        c
+        for c in json.loads(source_nb.read_text())["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "bench_c"
+    )
+    text = "".join(cell["source"])
+    for old, new in edits:
+        assert text.count(old) == 1, f"bench.c changed: update tests/course/corpus.py ({old!r})"
+        text = text.replace(old, new)
+    return text
+
+
+# the round trip with MPI_Sendrecv on rank 0, a count-down loop reading the clock around each
+# round trip, the maximum with Allreduce in place, every echo checked
+_TIMING_VARIANTS["bench_c"] = _bench(
+    (
+        "        MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, TAG, comm);\n"
+        "        MPI_Recv(recvbuf, nbytes, MPI_BYTE, 1, TAG, comm, MPI_STATUS_IGNORE);\n",
+        "        MPI_Sendrecv(sendbuf, nbytes, MPI_BYTE, 1, TAG, recvbuf, nbytes, MPI_BYTE, 1,\n"
+        "                     TAG, comm, MPI_STATUS_IGNORE);\n",
+    ),
+    (
+        "    double before = MPI_Wtime();\n"
+        "    for (int i = 0; i < reps; i++) {\n"
+        "        round_trip(comm, rank, sendbuf, recvbuf, nbytes);\n"
+        "        double after = MPI_Wtime();\n"
+        "        samples[i] = (after - before) / 2.0;\n"
+        "        before = after;\n"
+        "    }\n",
+        "    int bad = 0;\n"
+        "    for (int left = reps; left > 0; left--) {\n"
+        "        double t0 = MPI_Wtime();\n"
+        "        round_trip(comm, rank, sendbuf, recvbuf, nbytes);\n"
+        "        samples[reps - left] = 0.5 * (MPI_Wtime() - t0);\n"
+        "        bad |= rank == 0 && memcmp(sendbuf, recvbuf, (size_t)nbytes) != 0;\n"
+        "    }\n",
+    ),
+    (
+        "    MPI_Reduce(samples, slowest, reps, MPI_DOUBLE, MPI_MAX, 0, comm);\n",
+        "    MPI_Allreduce(MPI_IN_PLACE, samples, reps, MPI_DOUBLE, MPI_MAX, comm);\n"
+        "    memcpy(slowest, samples, sizeof(double) * (size_t)reps);\n",
+    ),
+    (
+        "    return rank == 0 && memcmp(sendbuf, recvbuf, (size_t)nbytes) != 0;\n",
+        "    return bad;\n",
+    ),
+)
+
 _TIMING_SHORTCUTS = {
+    # rank 0 reports its own samples: no maximum over ranks (the fake clock shows it)
+    "bench_c": _bench(
+        (
+            "    MPI_Reduce(samples, slowest, reps, MPI_DOUBLE, MPI_MAX, 0, comm);\n",
+            "    memcpy(slowest, samples, sizeof(double) * (size_t)reps);\n",
+        )
+    ),
     # the warm-up is skipped
     "time_pingpong": '''\
 def time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup, clock=MPI.Wtime):
@@ -389,7 +448,10 @@ CORPUS = {
         "05_contention": (_CONTENTION_VARIANTS, set()),
     },
     "shortcuts": {
-        "02_timing": (_TIMING_SHORTCUTS, {"test_time_pingpong_fake", "test_bandwidth_units"}),
+        "02_timing": (
+            _TIMING_SHORTCUTS,
+            {"test_time_pingpong_fake", "test_bandwidth_units", "test_bench_fake_clock"},
+        ),
         "03_variability": (_VARIABILITY_SHORTCUTS, {"test_median_ci", "test_exchange_times"}),
         "04_model": (_MODEL_SHORTCUTS, {"test_find_breakpoint", "test_fit_alpha_beta"}),
         "05_contention": (

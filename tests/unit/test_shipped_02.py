@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pingpong_lab.course import handoff
+from pingpong_lab.course import handoff, notebook
 
 
 def test_the_shipped_sweep_is_a_median_per_size_with_its_interval():
@@ -19,11 +19,14 @@ def test_the_shipped_sweep_is_a_median_per_size_with_its_interval():
     assert sweep["method"] in ("echo", "OSU") and sweep["kernel"] and sweep["about"]
 
 
-def test_the_shipped_samples_are_sizes_by_ranks_by_round_trips():
+def test_the_shipped_samples_are_thousands_of_round_trips_per_small_size_over_whole_runs():
     samples = handoff.shipped("02_samples")
-    k, ranks, reps = samples["samples_s"].shape
-    assert k == samples["nbytes"].size and ranks >= 2 and reps >= 10
-    assert np.all(np.isfinite(samples["samples_s"])) and samples["about"]
+    by_size = notebook.samples_by_size(samples)
+    assert list(by_size) == [int(b) for b in samples["nbytes"]] and samples["about"]
+    for nbytes, a in by_size.items():
+        assert a.shape[0] >= 2 and a.shape[1] >= 10, nbytes
+        assert np.all(np.isfinite(a)) and np.all(a > 0), nbytes
+    assert by_size[int(samples["nbytes"][0])].shape[1] >= 2000  # a latency-bound size
 
 
 def test_the_shipped_deadlock_sizes_are_where_a_head_to_head_exchange_hung():

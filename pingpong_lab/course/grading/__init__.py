@@ -14,11 +14,22 @@ Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
     timing         FakeClock and the order of a timing loop's steps
     engine_checks  learners' Python and C ping-pongs on the engines and under mpiexec
     cbuild         instrumented builds of learners' C, notebook 04's linfit driver
+    cbench         notebook 02's whole benchmark program: built, run under mpiexec, its CSV graded
     ctiming        notebook 02's C timing loop on the engines: checks and the sweep
 """
 
 import sys
 
+from .cbench import (
+    build_bench,
+    check_bench_against_reference,
+    check_bench_csv,
+    check_bench_fake_clock,
+    check_bench_messages,
+    check_bench_payload,
+    read_bench_csv,
+    run_bench,
+)
 from .cbuild import (
     NOT_IMPLEMENTED,
     assert_fit_matches,
@@ -75,12 +86,18 @@ __all__ = [
     "agrees_with_reference",
     "assert_close",
     "assert_fit_matches",
+    "build_bench",
     "build_linfit",
     "c_median_one_way",
     "c_one_way",
     "c_sweep",
     "c_linfit",
     "c_pingpong_on_engines",
+    "check_bench_against_reference",
+    "check_bench_csv",
+    "check_bench_fake_clock",
+    "check_bench_messages",
+    "check_bench_payload",
     "check_c_payload",
     "check_c_pingpong",
     "check_c_timing",
@@ -101,6 +118,8 @@ __all__ = [
     "mpi_constants",
     "pingpong_on_engines_report",
     "quiet",
+    "read_bench_csv",
+    "run_bench",
     "run_c_with_ranks",
     "scale",
     "timing_fakes",
