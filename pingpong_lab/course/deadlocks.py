@@ -156,5 +156,5 @@ def run(
 
 
 def first_deadlock(result: dict) -> int:
-    """The first size that hung, or -1 when every size went through (as 02_deadlock stores it)."""
+    """The first size that hung, or -1 when every size went through (as 01_deadlock stores it)."""
     return -1 if result["stuck_at"] is None else int(result["stuck_at"])

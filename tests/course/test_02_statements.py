@@ -69,7 +69,7 @@ def test_the_eager_limit_is_not_stated_as_this_machines_8_kib():
     assert limit, "say where the learner's eager limit comes from"
     flat = " ".join(limit[0].split())
     assert "depends on the MPI library" in flat and "transport" in flat
-    assert "02_deadlock" in flat and "first_deadlock_bytes" in flat
+    assert "01_deadlock" in flat and "first_deadlock_bytes" in flat
 
 
 def test_the_written_answer_asks_for_own_numbers_and_its_scheme_has_half_points_and_a_model():

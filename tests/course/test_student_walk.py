@@ -145,3 +145,19 @@ def test_every_name_a_released_cell_reads_is_given_to_the_learner():
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout
+
+
+def test_each_load_names_the_notebook_that_saves_that_result():
+    source = {
+        n: _code(nbformat.read(ROOT / "course" / "source" / n / f"{n}.ipynb", as_version=4))
+        for n in NAMES
+    }
+    loads = re.compile(r"handoff\.load\(\s*\"([^\"]+)\".*?writer=\"([^\"]+)\"", re.S)
+    found = [
+        (name, result, writer) for name in NAMES for result, writer in loads.findall(source[name])
+    ]
+    assert found, "no notebook loads a result"
+    for name, result, writer in found:
+        assert writer in source, f"{name} names an unknown writer {writer!r} for {result}"
+        assert result in _SAVE.findall(source[writer]), f"{writer} does not save {result}"
+        assert writer < name, f"{name} loads {result} from a later notebook, {writer}"

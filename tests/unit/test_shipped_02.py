@@ -1,5 +1,5 @@
 """The datasets notebooks 01 and 02 ship as fallbacks have the contract's shapes and say what
-they are (handoff names "02_sweep", "02_samples", "02_deadlock")."""
+they are (handoff names "02_sweep", "02_samples", "01_deadlock")."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_the_shipped_samples_are_thousands_of_round_trips_per_small_size_over_wh
 
 
 def test_the_shipped_deadlock_sizes_are_where_a_head_to_head_exchange_hung():
-    found = handoff.shipped("02_deadlock")
+    found = handoff.shipped("01_deadlock")
     tried = found["sizes_tried"]
     first = int(found["first_deadlock_bytes"])
     assert tried.dtype.kind == "i" and (first == -1 or first == tried[-1])
