@@ -1,6 +1,7 @@
 """Turn a measured sweep into a dataset the course ships (read with `handoff.shipped(name)`).
 
     python -m pingpong_lab.course.shipdata RESULTS.csv NAME "ABOUT"
+    python -m pingpong_lab.course.shipdata --fit       # 04_fit again from the shipped 02_sweep
 
 Keeps, per message size, the median and the fastest one-way time and the 95% CI of the median
 (arrays nbytes, t_one_way_s, t_min_s, ci_lo_s, ci_hi_s) and, as plain values, ABOUT (how it was
@@ -13,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import runtime
 from ..data import results
 from ..data.schema import COL
 from . import handoff
@@ -45,6 +47,34 @@ def ship(csv_path, name: str, about: str, directory=None) -> Path:
     return handoff.save(name, directory=folder, about=about.strip(), **plain, **arrays)
 
 
+def fit_of(sweep: dict) -> dict:
+    """What notebook 04 hands to 05 for a sweep: the weighted alpha-beta fit and the first
+    piecewise breakpoint (-1 when one line is enough by BIC), as `04_fit` stores them."""
+    from ..analysis import model
+
+    x, t = sweep["nbytes"], sweep["t_one_way_s"]
+    line = model.fit_linear(x, t, weighted=True)
+    pw = model.fit_piecewise(x, t)
+    return {
+        "alpha_s": float(line.alpha_s),
+        "beta_s_per_byte": float(line.beta_s_per_byte),
+        "breakpoint_bytes": int(pw.breakpoint_bytes) if pw.two_segments_better else -1,
+        "kernel": str(sweep.get("kernel", "")),
+    }
+
+
+def ship_fit(sweep_name: str = "02_sweep", name: str = "04_fit", directory=None) -> Path:
+    """Ship as `name` the fit of the shipped sweep `sweep_name` (fit_of): the two datasets are
+    then what one learner's notebooks 02 and 04 would have saved."""
+    fit = fit_of(handoff.shipped(sweep_name))
+    about = (
+        f"the weighted alpha-beta fit and first BIC breakpoint (-1: one line is enough) of the "
+        f"shipped {sweep_name}, as notebook 04 saves them for a learner who measured that sweep"
+    )
+    folder = handoff.SHIPPED_DIR if directory is None else directory
+    return handoff.save(name, directory=folder, about=about, **fit)
+
+
 def to_csv(name: str, out, sizes=None) -> Path:
     """Shipped dataset `name` written as a sweep CSV at `out` (nbytes, and the median and the
     fastest one-way times), for the message sizes `sizes` only when given; a size the dataset
@@ -63,15 +93,15 @@ def to_csv(name: str, out, sizes=None) -> Path:
     for i in keep:
         t_med, t_min = float(data["t_one_way_s"][i]), float(data["t_min_s"][i])
         lines.append(f"{int(nbytes[i])},{t_med!r},{t_min!r}")
-    out = Path(out)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.replace(out)
-    return out
+    return runtime.atomic_write(out, "\n".join(lines) + "\n")
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--fit"]:
+        path = ship_fit()
+        print(f"wrote {path} and {path.with_suffix('.json').name}")
+        return 0
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2

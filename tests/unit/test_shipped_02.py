@@ -4,6 +4,7 @@ they are (handoff names "02_sweep", "02_samples", "01_deadlock")."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pingpong_lab.course import handoff, notebook
 
@@ -35,3 +36,28 @@ def test_the_shipped_deadlock_sizes_are_where_a_head_to_head_exchange_hung():
     first = int(found["first_deadlock_bytes"])
     assert tried.dtype.kind == "i" and (first == -1 or first == tried[-1])
     assert int(found["ssend_first_deadlock_bytes"]) == int(tried[0]) and found["about"]
+
+
+def test_the_shipped_fit_is_the_fit_of_the_shipped_sweep():
+    """04_fit and 02_sweep are one learner's results: 05 predicts from the fit of 02's sweep."""
+    from pingpong_lab.course import shipdata
+
+    shipped, expected = handoff.shipped("04_fit"), shipdata.fit_of(handoff.shipped("02_sweep"))
+    for key in ("alpha_s", "beta_s_per_byte"):
+        assert shipped[key] == pytest.approx(expected[key], rel=1e-6)
+    assert int(shipped["breakpoint_bytes"]) == expected["breakpoint_bytes"]
+    assert shipped["kernel"] == handoff.shipped("02_sweep")["kernel"]
+
+
+def test_the_mark_scheme_of_05_quotes_the_half_performance_length_of_the_shipped_fit():
+    import json
+    import re
+    from pathlib import Path
+
+    fit = handoff.shipped("04_fit")
+    n_half_kib = float(fit["alpha_s"]) / float(fit["beta_s_per_byte"]) / 1024
+    source = Path(__file__).resolve().parents[2] / "course/source/05_contention"
+    cells = json.loads((source / "05_contention.ipynb").read_text())["cells"]
+    text = "".join("".join(c["source"]) for c in cells)
+    quoted = re.search(r"against ([\d.]+) KiB here", text)
+    assert quoted and float(quoted.group(1)) == pytest.approx(n_half_kib, abs=0.05)
