@@ -30,6 +30,24 @@ def scale(normal, grading):
 
 
 ENGINE_TIMEOUT_S = 20.0  # engine work in a test cell; well below the 150 s cell timeout
+
+PERCENTILE_METHODS = (
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "linear",
+    "median_unbiased",
+    "normal_unbiased",
+    "lower",
+    "higher",
+    "midpoint",
+    "nearest",
+)
+"""The standard definitions of a sample percentile (numpy.percentile's methods; statistics.
+quantiles' 'exclusive' is 'weibull', 'inclusive' is 'linear'): a test accepts any of them."""
 MPIEXEC_TIMEOUT_S = 30.0  # a stand-alone mpiexec check (start-up included)
 
 
