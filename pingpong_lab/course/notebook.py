@@ -43,6 +43,15 @@ def machine() -> dict:
     }
 
 
+def usable_cores() -> int:
+    """The cores this notebook's MPI ranks may keep busy: the CPU affinity (taskset, a Slurm or
+    container cpuset) cut to a cgroup CPU quota (a JupyterHub or container limit). Not
+    os.cpu_count(), which counts every core of the machine, usable or not."""
+    from ..mpi import environment
+
+    return environment.cpu_count()
+
+
 def library_version() -> str:
     """The first line of MPI.Get_library_version() (which MPI, which build)."""
     from mpi4py import MPI

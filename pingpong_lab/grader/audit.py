@@ -94,7 +94,7 @@ ALLOWED_MODULES = {
 # course's cells use `os`, `sys`, `subprocess` and `Path` themselves: COURSE_ONLY_USES).
 # Modules a learner might reach for, and what to do instead (the message says it).
 INSTEAD = {
-    "os": "the course's cells already ask the machine what they need (os.cpu_count())",
+    "os": "the course's cells already ask the machine what they need (notebook.usable_cores())",
     "sys": "print() writes where the notebook shows it",
     "subprocess": "the course's cells run the command-line tools where a notebook needs them",
     "pathlib": "the course's cells read the files a notebook needs",

@@ -161,3 +161,11 @@ def test_each_load_names_the_notebook_that_saves_that_result():
         assert writer in source, f"{name} names an unknown writer {writer!r} for {result}"
         assert result in _SAVE.findall(source[writer]), f"{writer} does not save {result}"
         assert writer < name, f"{name} loads {result} from a later notebook, {writer}"
+
+
+def test_no_notebook_counts_cores_with_os_cpu_count():
+    """os.cpu_count() counts the machine's cores, not the ones a job may use (affinity, cgroup
+    quota): the notebooks use notebook.usable_cores() or environment.cpu_count()."""
+    for name in NAMES:
+        nb = nbformat.read(ROOT / "course" / "source" / name / f"{name}.ipynb", as_version=4)
+        assert "os.cpu_count()" not in _code(nb), name
