@@ -13,7 +13,8 @@ Sources:
   exercise, Durham University. alpha-beta fits on the Hamilton
   6, 7 and 8 clusters, intra- and inter-node, messages 1 B .. 16 MB.
 - ``UFRN2025``: W. A. de Souza Barradas, course slides for DCA3703 (in Portuguese), Universidade
-  Federal do Rio Grande do Norte (UFRN), 25 September 2025. 2 ranks, 1000 iterations, 8 B .. 64 MB.
+  Federal do Rio Grande do Norte (UFRN), 25 September 2025. 2 ranks, 1000 iterations, 8 B .. 64 MB
+  in the text; the code the slides show stops at 4 MB.
 - ``HPC4DS2025``: G. Boi and M. Piccoli, "HPC4DS - Benchmark", course report, 17 October
   2025. Four PBS placements; the report gives plots only, no numbers.
 - ``UFSC``: S. T. Sari, A. B. Sales and C. B. Westphall, slides on network latency measurement

@@ -1,0 +1,44 @@
+"""Statements an expert reviewer corrected stay corrected (course/source, text and code)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[2] / "course" / "source"
+
+
+def _text(name: str) -> str:
+    cells = json.loads((SOURCE / name / f"{name}.ipynb").read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells)
+
+
+# (notebook, a wrong statement that must not come back, the correction that must stay)
+CORRECTIONS = [
+    ("03_variability", "so rank 1's row is NaN", "both rows are measured"),
+    ("03_variability", "adaptive sweep of notebook 02 stops", "The course's adaptive sweep"),
+    ("03_variability", "statistic=np.max", "can never hold a value above the sample's own maximum"),
+    (
+        "03_variability",
+        "4 ranks on this machine** (it has",
+        "depends on the cores this job may use",
+    ),
+    ("03_variability", "Pin ranks deliberately (`mpiexec", "leave placement to the"),
+    ("03_variability", "p99 (floats, seconds). Raises", "any standard"),
+    ("04_model", "always a rendezvous", "completes only once the matching receive has started"),
+    ("04_model", "usually has the higher R²", "always has the higher (plain) R²"),
+    ("04_model", "down to 0.23 (SP2)", "down to 0.01"),
+    ("04_model", "tables stop at 32 KiB because", "tables 2.3 and 2.5"),
+    ("04_model", "run `make kernels` in the course folder", "hw_floor is not built in this"),
+    ("04_model", 'ECHO = "echo', "own reply buffer + ready message (OSU)"),
+    ("04_model", "latency.\n- Compare the *shape*", "by up to a factor of 2 either way"),
+    ("05_contention", "13.5 KiB here", "6.2 KiB here"),
+]
+
+
+@pytest.mark.parametrize("name,wrong,right", CORRECTIONS, ids=lambda v: str(v)[:30])
+def test_a_corrected_statement_stays_corrected(name, wrong, right):
+    text = _text(name)
+    assert wrong not in text and right in text
