@@ -35,6 +35,12 @@ CORRECTIONS = [
     ("04_model", 'ECHO = "echo', "own reply buffer + ready message (OSU)"),
     ("04_model", "latency.\n- Compare the *shape*", "by up to a factor of 2 either way"),
     ("05_contention", "13.5 KiB here", "6.2 KiB here"),
+    ("05_contention", "ranks alternate between nodes and every pair stays", "multiple of the"),
+    ("05_contention", "np.sum(nbytes / rows[p][0])", "p * nbytes / rows[p][1]"),
+    ("05_contention", "measured gain is usually **smaller** than the model's:", "gain_with_ack"),
+    ("05_contention", "measure many pair counts, not two", "--mode pairwise --np N"),
+    ("05_contention", "<no such text>", "exit skew"),
+    ("05_contention", "<no such text>", "LogGP"),
 ]
 
 
