@@ -17,6 +17,8 @@ def _text(name: str) -> str:
 
 # (notebook, a wrong statement that must not come back, the correction that must stay)
 CORRECTIONS = [
+    ("01_pingpong", "a size first, then the bytes", "`Mprobe`"),
+    ("01_pingpong", "of sending the size first", "probing for the message's size"),
     ("03_variability", "so rank 1's row is NaN", "both rows are measured"),
     ("03_variability", "adaptive sweep of notebook 02 stops", "The course's adaptive sweep"),
     ("03_variability", "statistic=np.max", "can never hold a value above the sample's own maximum"),
