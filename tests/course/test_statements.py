@@ -50,3 +50,14 @@ CORRECTIONS = [
 def test_a_corrected_statement_stays_corrected(name, wrong, right):
     text = _text(name)
     assert wrong not in text and right in text
+
+
+def test_every_mark_scheme_has_a_model_answer_and_half_point_rules():
+    import re
+
+    for nb in sorted(SOURCE.iterdir()):
+        for scheme in re.findall(
+            r"=== BEGIN MARK SCHEME ===(.*?)=== END MARK SCHEME ===", _text(nb.name), re.S
+        ):
+            assert "Model answer" in scheme, (nb.name, scheme[:80])
+            assert re.search(r"[Hh]alf (a )?points?", scheme), (nb.name, scheme[:80])
