@@ -2,7 +2,8 @@
 
 MPICH's ch4 shared-memory transport sends a message eagerly when it fits in one cell of its
 shared-memory queue; the cell size is the CVAR `MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE`
-(bytes), read from the environment when a rank starts. `measure(cell)` starts fresh ranks with
+(bytes), read from the environment when a rank starts (listed by the strings of libmpi; there is
+no separate eager-threshold CVAR for this path in MPICH 5). `measure(cell)` starts fresh ranks with
 that variable set and returns the first size at which a head-to-head Send/Recv deadlocks and
 the piecewise breakpoint of a C-kernel sweep; `cell=None` leaves MPICH's default.
 """
@@ -45,13 +46,16 @@ def sweep_breakpoint(cell_bytes: int | None, max_bytes: int, reps: int, timeout:
         out = str(Path(tmp, "sweep.csv"))
         cmd = [sys.executable, "-m", "pingpong_lab", "sweep", "--np", "2", "--kernel", "c"]
         cmd += ["--min-bytes", "1", "--max-bytes", str(int(max_bytes)), "--reps", str(int(reps))]
-        proc = subprocess.run(
-            cmd + ["--out", out],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=environment(cell_bytes),
-        )
+        try:
+            proc = subprocess.run(
+                cmd + ["--out", out],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=environment(cell_bytes),
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"the sweep did not end within {timeout:g} s") from exc
         if proc.returncode != 0:
             raise RuntimeError(f"the sweep failed: {proc.stderr.strip()[-300:]}")
         nbytes, t = model.load_sweep_csv(out)
