@@ -433,8 +433,7 @@ def samples_result(rows, kernel="student C", cap=None) -> dict:
     kept = []
     for row in rows:
         a = np.atleast_2d(np.asarray(row["samples"], dtype=float))
-        if cap is not None and a.shape[1] > cap:
-            a = a[:, np.linspace(0, a.shape[1] - 1, int(cap)).round().astype(int)]
+        a = _spread(a, cap)
         kept.append(a)
     return {
         "nbytes": np.array([r["nbytes"] for r in rows], dtype=np.int64),
@@ -444,21 +443,31 @@ def samples_result(rows, kernel="student C", cap=None) -> dict:
     }
 
 
-def samples_by_size(result) -> dict:
-    """{nbytes: array (ranks, round trips)} from a "02_samples" result (see samples_result).
+def _spread(a: np.ndarray, cap) -> np.ndarray:
+    """At most `cap` round trips (columns) of `a`, spread evenly over the whole run (never the
+    first `cap`: those are the end of the warm-up); all of them when cap is None."""
+    if cap is None or a.shape[1] <= cap:
+        return a
+    return a[:, np.linspace(0, a.shape[1] - 1, int(cap)).round().astype(int)]
+
+
+def samples_by_size(result, cap=None) -> dict:
+    """{nbytes: array (ranks, round trips)} from a "02_samples" result (see samples_result);
+    with `cap`, at most that many round trips per size, spread evenly over the run.
 
     Also reads the older layout, one rectangular array (sizes, ranks, round trips)."""
     nbytes = [int(b) for b in result["nbytes"]]
     samples = np.asarray(result["samples_s"], dtype=float)
     if samples.ndim == 3:
-        return dict(zip(nbytes, samples, strict=True))
+        return {n: _spread(a, cap) for n, a in zip(nbytes, samples, strict=True)}
     ends = np.cumsum(np.asarray(result["reps"], dtype=np.int64))
     if len(ends) != len(nbytes) or (ends.size and ends[-1] != samples.shape[1]):
         raise ValueError(
             f"02_samples: {len(nbytes)} sizes and reps {list(result['reps'])} do not split "
             f"{samples.shape[1]} round trips"
         )
-    return dict(zip(nbytes, np.split(samples, ends[:-1], axis=1), strict=True))
+    parts = np.split(samples, ends[:-1], axis=1)
+    return {n: _spread(a, cap) for n, a in zip(nbytes, parts, strict=True)}
 
 
 def save_result(name, **values) -> None:

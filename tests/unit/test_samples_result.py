@@ -61,3 +61,14 @@ def test_counts_that_do_not_split_the_samples_are_refused():
     bad = {"nbytes": np.array([8, 16]), "reps": np.array([10, 10]), "samples_s": np.ones((2, 25))}
     with pytest.raises(ValueError, match="do not split"):
         notebook.samples_by_size(bad)
+
+
+def test_samples_by_size_can_cap_each_size_with_an_even_spread_over_the_run():
+    from pingpong_lab.course import notebook
+
+    ramp = np.arange(2 * 1000, dtype=float).reshape(2, 1000)
+    result = {"nbytes": [8, 16], "reps": [1000, 10], "samples_s": np.hstack([ramp, ramp[:, :10]])}
+    capped = notebook.samples_by_size(result, cap=100)
+    assert capped[8].shape == (2, 100) and capped[16].shape == (2, 10)
+    assert capped[8][0, 0] == 0 and capped[8][0, -1] == 999  # first to last, not the first 100
+    assert notebook.samples_by_size(result)[8].shape == (2, 1000)
