@@ -454,7 +454,7 @@ def time_pair_loop(comm, exchange, sendbuf, recvbuf, iters, warmup=20, barrier=F
         if barrier:
             comm.Barrier()
         exchange(comm, sendbuf, recvbuf)
-    each = (MPI.Wtime() - t0) / iters
+    each = (MPI.Wtime() - t0) / iters / 2
     if comm.Get_rank() >= comm.Get_size() // 2:
         return np.full(iters, np.nan)
     return np.full(iters, each)
