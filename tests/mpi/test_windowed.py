@@ -55,3 +55,21 @@ def test_bad_arguments_are_refused_on_every_rank(cluster2):
         cluster2.run(_window_run, 64, 0, 2, 0, False, timeout=30)
     with pytest.raises(RemoteError, match="non-negative"):
         cluster2.run(_window_run, 64, -1, 2, 4, True, timeout=30)
+
+
+@pytest.mark.parametrize("name,directions", [("pp_bw", 1), ("pp_bibw", 2)])
+def test_the_stand_alone_driver_prints_window_times_and_bandwidth(c_library, name, directions):
+    import subprocess
+
+    from pingpong_lab.mpi import environment
+
+    exe = c_library.parent / name
+    cmd = [environment.mpiexec(), "-n", "2", str(exe), "-m", "64:256", "-i", "5", "-w", "4"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "window of 4" in out
+    rows = [ln.split() for ln in out.splitlines() if not ln.startswith("#")]
+    assert [int(r[0]) for r in rows] == [64, 128, 256]
+    for size, _avg, median, _low, iters, mbps in rows:
+        assert int(iters) == 5 and float(median) > 0
+        moved = directions * 4 * int(size)  # bytes per window
+        assert float(mbps) == pytest.approx(moved / (float(median) * 1e-6) / 1e6, rel=0.02)
