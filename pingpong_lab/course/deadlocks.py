@@ -114,8 +114,9 @@ def run(
     sizes=SIZES,
     stuck_after_s: float = STUCK_AFTER_S,
     timeout: float = JOB_DEADLINE_S,
+    env: dict | None = None,
 ) -> dict:
-    """Run one experiment on 2 fresh ranks; what happened.
+    """Run one experiment on 2 fresh ranks (with environment `env` when given); what happened.
 
     Returns {experiment, completed: sizes both ranks finished, stuck_at: the first size that
     hung (None if none), error: what MPI reported (None if nothing), seconds}.
@@ -136,7 +137,7 @@ def run(
             "out_dir": out_dir,
         }
         try:
-            proc = run_group(jobs.command(experiment_job, spec, 2), timeout)
+            proc = run_group(jobs.command(experiment_job, spec, 2), timeout, env=env)
         except subprocess.TimeoutExpired:
             proc = None
         reports = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("rank*.json"))]

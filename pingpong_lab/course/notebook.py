@@ -146,6 +146,18 @@ def run_pingpong(cluster, fn, nbytes=1000, iters=3):
     return corrupt == 0
 
 
+def run_safe_exchange(cluster, fn, sizes=(8, 1 << 20)):
+    """Run a learner's exchange between ranks 0 and 1 at each size and say what happened."""
+    for nbytes in sizes:
+        try:
+            grading.check_safe_exchange(cluster, fn, sizes=(nbytes,))
+        except AssertionError as exc:
+            print(f"{nbytes} B: {exc}")
+            return False
+        print(f"{nbytes} B: both buffers arrived intact, in both directions")
+    return True
+
+
 def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c"):
     """Run the C ping-pong on the engines and say whether every echo came back intact."""
     results = grading.c_pingpong_on_engines(cluster, lib, nbytes, iters, function)

@@ -148,7 +148,10 @@ PARTIAL = {
 # graded by hand: the solution with these cells put back as released, and the graded cells
 # that must then score 0.
 OLD_STUBS = {
-    "01_pingpong": ({"predict_deadlocks", "explain_deadlocks"}, {"explain_deadlocks"}),
+    "01_pingpong": (
+        {"predict_deadlocks", "explain_deadlocks", "safe_exchange"},
+        {"explain_deadlocks", "test_safe_exchange"},
+    ),
     "02_timing": (
         {"time_pingpong_c", "bench_c", "predict_flat", "defend_numbers"},
         {
@@ -245,9 +248,22 @@ _C_SOLUTION = """\
         MPI_Send(recvbuf, nbytes, MPI_BYTE, 0, TAG, comm);
     }
 """
+_SAFE_SOLUTION = (
+    "    comm.Sendrecv(sendbuf, dest=peer, sendtag=TAG, "
+    "recvbuf=recvbuf, source=peer, recvtag=TAG)\n"
+)
 VARIANTS = {
-    # wildcard receives; rank 1 replies to the source and tag in the status (Python and C)
+    # wildcard receives; rank 1 replies to the source and tag in the status (Python and C);
+    # the safe exchange with its receive posted first
     "variant_wildcards": (
+        (
+            _SAFE_SOLUTION,
+            """\
+    request = comm.Irecv(recvbuf, source=peer, tag=TAG)
+    comm.Send(sendbuf, dest=peer, tag=TAG)
+    request.Wait()
+""",
+        ),
         (
             _PY_SOLUTION,
             """\
@@ -274,8 +290,17 @@ VARIANTS = {
 """,
         ),
     ),
-    # synchronous sends (Python and C) and typed buffer specs (Python)
+    # synchronous sends (Python and C) and typed buffer specs (Python); the safe exchange with
+    # a non-blocking send
     "variant_ssend_typed": (
+        (
+            _SAFE_SOLUTION,
+            """\
+    request = comm.Isend([sendbuf, MPI.BYTE], dest=peer, tag=TAG)
+    comm.Recv([recvbuf, MPI.BYTE], source=peer, tag=TAG)
+    MPI.Request.Waitall([request])
+""",
+        ),
         (
             _PY_SOLUTION,
             """\

@@ -231,9 +231,10 @@ def test_cheats_are_found(source):
 # Names the course imports for its own cells from modules a learner may not import: only those
 # cells' uses of them pass.
 COURSE_NAMES = {
-    "os.environ (00)": ("00_setup", "os.environ['PINGPONG_LAB_GRADING'] = '0'"),
-    "os.system (00)": ("00_setup", "os.system('true')"),
-    "os itself (00)": ("00_setup", "o = os"),
+    # 00 no longer imports os for its own cells: a learner's import of it is refused
+    "os.environ (00)": ("00_setup", "import os\nos.environ['PINGPONG_LAB_GRADING'] = '0'"),
+    "os.system (00)": ("00_setup", "import os\nos.system('true')"),
+    "os itself (00)": ("00_setup", "import os as o"),
     "Path.write_text (01)": ("01_pingpong", "Path('sitecustomize.py').write_text('')"),
     "a Path kept (01)": ("01_pingpong", "p = Path('x')"),
     "sys.modules (05)": ("05_contention", "sys.modules.clear()"),

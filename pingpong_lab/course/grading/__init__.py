@@ -45,6 +45,7 @@ from .engine_checks import (
     check_c_pingpong,
     check_c_with_ranks,
     check_pingpong_on_engines,
+    check_safe_exchange,
     pingpong_on_engines_report,
     run_c_with_ranks,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "check_pairwise_exchange",
     "check_pingpong",
     "check_pingpong_on_engines",
+    "check_safe_exchange",
     "check_timing_sequence",
     "check_trace",
     "comm_ops",

@@ -71,6 +71,59 @@ def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIME
     return results[0]
 
 
+def _safe_exchange_on_engine(package, nbytes):
+    """Engine side: ranks 0 and 1 swap patterned buffers with a learner's fn(comm, sendbuf,
+    recvbuf); every rank calls it. Returns what arrived, as {rank, ok, detail}."""
+    from mpi4py import MPI
+
+    from pingpong_lab.mpi import payload
+
+    fn = unship(package)
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    base = payload.base(nbytes)
+    sendbuf = np.zeros(nbytes, np.uint8)
+    recvbuf = np.zeros(nbytes, np.uint8)
+    if rank < 2:
+        payload.fill(sendbuf, base, 1 + rank)  # each rank's own pattern
+    comm.Barrier()
+    fn(comm, sendbuf, recvbuf)
+    ok, detail = True, None
+    if rank < 2 and nbytes:
+        expected = np.empty_like(base)
+        payload.fill(expected, base, 2 - rank)  # the partner's pattern
+        bad = np.flatnonzero(recvbuf != expected)
+        if bad.size:
+            ok = False
+            detail = (
+                f"rank {rank}'s recvbuf holds {bad.size} of {nbytes} bytes that rank {1 - rank} "
+                "did not send"
+                + (" (still all zeros: nothing arrived in it)" if not recvbuf.any() else "")
+            )
+    comm.Barrier()
+    return {"rank": rank, "ok": ok, "detail": detail}
+
+
+def check_safe_exchange(cluster, fn, sizes=(8, 8192, 1 << 20), timeout=ENGINE_TIMEOUT_S):
+    """AssertionError unless ranks 0 and 1 swap their buffers intact at every size, with a
+    deadline: an exchange that relies on MPI's buffering deadlocks above the eager limit."""
+    from ...errors import DeadlockError
+
+    for nbytes in sizes:
+        try:
+            results = cluster.run(_safe_exchange_on_engine, ship(fn), int(nbytes), timeout=timeout)
+        except DeadlockError:
+            raise AssertionError(
+                f"the exchange of {nbytes_text(nbytes)} did not finish within {timeout:g} s: "
+                "both ranks are waiting (a send that waits for a receive the other rank has not "
+                "posted yet). Post the receive first (Irecv, then Send, then Wait) or use "
+                "Sendrecv."
+            ) from None
+        bad = [r["detail"] for r in results if not r["ok"]]
+        assert not bad, f"exchange of {nbytes_text(nbytes)}: " + "; ".join(bad)
+    return True
+
+
 def _assert_echoes_intact(corrupt: int, count: str, nbytes=None, before="", after="") -> None:
     """AssertionError '<before><count> echoes[ of <size>] came back different from what rank 0
     sent<after>' unless corrupt is 0."""
