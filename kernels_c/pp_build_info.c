@@ -53,6 +53,8 @@ static const char pp_interface_text[] =
     "KERNEL_blocking=pp_pingpong_blocking;"
     "KERNEL_nonblocking=pp_pingpong_nonblocking;"
     "KERNEL_pairwise=pp_pairwise;"
+    "KERNEL_bw=pp_bw;"
+    "KERNEL_bibw=pp_bibw;"
     "END;";
 
 const char *pp_interface(void) { return pp_interface_text; }

@@ -1,6 +1,8 @@
 /* Stand-alone driver: `mpiexec -n 2 ./pp_blocking [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-s]`
  * prints an OSU-like table of one-way times (half round trip, max across ranks).
- * Compiled once per kernel with -DPP_KERNEL=<function> -DPP_TITLE="<text>". */
+ * Compiled once per kernel with -DPP_KERNEL=<function> -DPP_TITLE="<text>". The windowed
+ * kernels add -DPP_DIRECTIONS=1 (bw) or 2 (bibw) and take [-w WINDOW]: their table holds the
+ * time of a whole window (not halved) and the bandwidth it gives, in MB/s as OSU prints it. */
 #include "pp_util.h"
 
 #include <errno.h>
@@ -15,6 +17,10 @@
 #define PP_WARMUP_SMALL 100
 #define PP_WARMUP_LARGE 10
 #define PP_DEFAULT_MAX ((size_t)4 << 20)
+#define PP_DEFAULT_WINDOW 64 /* osu_bw's window */
+#ifndef PP_DIRECTIONS
+#define PP_DIRECTIONS 0 /* a ping-pong, not a windowed kernel */
+#endif
 
 int PP_KERNEL(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
 
@@ -40,7 +46,7 @@ static int parse_args(int argc, char **argv, struct pp_options *o)
     o->min_bytes = 0;
     o->max_bytes = PP_DEFAULT_MAX;
     o->iters = o->warmup = -1;
-    o->flags = 0;
+    o->flags = PP_DIRECTIONS ? PP_FLAGS_BATCH(PP_DEFAULT_WINDOW) : 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -59,6 +65,13 @@ static int parse_args(int argc, char **argv, struct pp_options *o)
                 o->min_bytes > o->max_bytes) {
                 return -1;
             }
+            i++;
+        } else if (PP_DIRECTIONS && strcmp(a, "-w") == 0 && v) {
+            size_t w;
+            if (parse_size(v, &w) || w < 1 || w > 65536) {
+                return -1;
+            }
+            o->flags = (o->flags & ((1 << PP_BATCH_SHIFT) - 1)) | PP_FLAGS_BATCH((int)w);
             i++;
         } else if ((strcmp(a, "-i") == 0 || strcmp(a, "-x") == 0) && v) {
             size_t n;
@@ -114,13 +127,18 @@ static int run_size(MPI_Comm comm, const struct pp_options *o, size_t nbytes, in
     if (rank == 0 && iters > 0) {
         double sum = 0.0;
         for (int i = 0; i < iters; i++) {
-            worst[i] *= 0.5; /* one way = half the round trip */
+            worst[i] *= PP_DIRECTIONS ? 1.0 : 0.5; /* ping-pong: one way = half the round trip */
             sum += worst[i];
         }
         qsort(worst, (size_t)iters, sizeof(double), compare_doubles);
         double median = iters % 2 ? worst[iters / 2] : 0.5 * (worst[iters / 2 - 1] + worst[iters / 2]);
-        printf("%-12zu %14.2f %14.2f %14.2f %10d\n", nbytes, 1e6 * sum / iters, 1e6 * median,
+        printf("%-12zu %14.2f %14.2f %14.2f %10d", nbytes, 1e6 * sum / iters, 1e6 * median,
                1e6 * worst[0], iters);
+        if (PP_DIRECTIONS) { /* bytes moved by one window over its median time */
+            double moved = (double)PP_DIRECTIONS * PP_BATCH_OF(o->flags) * (double)nbytes;
+            printf(" %14.2f", median > 0 ? moved / median / 1e6 : 0.0);
+        }
+        printf("\n");
         fflush(stdout);
     }
     free(mine);
@@ -137,7 +155,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (parse_args(argc, argv, &o) != 0) {
         if (rank == 0) {
-            fprintf(stderr, "usage: %s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-s]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-s]%s\n", argv[0],
+                    PP_DIRECTIONS ? " [-w WINDOW]" : "");
         }
         MPI_Finalize();
         return 2;
@@ -145,8 +164,12 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# %s\n# %s\n# ranks: %d, buffers: %s\n", PP_TITLE, pp_build_info(), size,
                (o.flags & PP_SHARED_BUFFER) ? "one shared" : "separate send and receive");
-        printf("# %-10s %14s %14s %14s %10s\n", "Size", "Avg(us)", "Median(us)", "Min(us)",
+        printf("# %-10s %14s %14s %14s %10s", "Size", "Avg(us)", "Median(us)", "Min(us)",
                "Iters");
+        if (PP_DIRECTIONS) {
+            printf(" %14s  (times per window of %d)", "MB/s", PP_BATCH_OF(o.flags));
+        }
+        printf("\n");
     }
     for (size_t n = o.min_bytes; n <= o.max_bytes && !failed; n = n ? 2 * n : 1) {
         failed = run_size(MPI_COMM_WORLD, &o, n, rank);

@@ -108,5 +108,13 @@ int pp_pingpong_blocking(MPI_Comm comm, size_t nbytes, int warmup, int iters, in
 int pp_pingpong_nonblocking(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags,
                             double *samples);
 int pp_pairwise(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
+/* Windowed kernels (pp_window.c): the batch in `flags` is the window W, and samples[i] is rank
+ * 0's time for window i (W messages and their acknowledgement; both directions for bibw). */
+int pp_bw(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
+int pp_bibw(MPI_Comm comm, size_t nbytes, int warmup, int iters, int flags, double *samples);
+
+/* The windowed exchange between ranks 0 and 1 (both = 0: bw, 1: bibw); other ranks idle. */
+int pp_run_window(MPI_Comm comm, int both, size_t nbytes, int warmup, int iters, int flags,
+                  double *samples);
 
 #endif

@@ -637,3 +637,53 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# -- LogGP's gap: what a window of messages in flight costs per message ----------------------
+@dataclass(frozen=True)
+class GapFit:
+    """LogGP's gap g (seconds between consecutive small messages that a sender can inject) and
+    G (seconds per byte of a long message), read from windowed bandwidth runs (Alexandrov et
+    al., 1995). A full window costs about W·(g + (m-1)·G), plus one acknowledgement (bw)."""
+
+    g_s: float
+    G_s_per_byte: float
+    small_sizes: np.ndarray
+    large_sizes: np.ndarray
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        """The streaming bandwidth 1/G in bytes per second (NaN when G is not positive)."""
+        return 1.0 / self.G_s_per_byte if self.G_s_per_byte > 0 else math.nan
+
+    def per_message_s(self, nbytes) -> np.ndarray:
+        """The model's time per message in a full window: g + (m - 1)·G (m >= 1)."""
+        m = np.maximum(np.asarray(nbytes, dtype=float), 1.0)
+        return self.g_s + (m - 1.0) * self.G_s_per_byte
+
+
+def fit_gap(nbytes, window_s, window: int, small_max: int = 256, ack_s: float = 0.0) -> GapFit:
+    """g and G from the time of a whole window of `window` messages per size.
+
+    The time per message is (window_s - ack_s) / window: `ack_s` removes the acknowledgement
+    that closes a bw window (0 for bibw, or to keep it in g). G is the least-squares slope of
+    the time per message against m over the sizes above `small_max` bytes; g is the median over
+    the sizes up to `small_max` of the time per message less their (m - 1)·G (there the bytes
+    cost little next to the gap).
+    """
+    m = np.asarray(nbytes, dtype=float)
+    t = np.asarray(window_s, dtype=float)
+    if m.shape != t.shape or m.ndim != 1:
+        raise ValueError("nbytes and window_s must be 1-D arrays of the same length")
+    if int(window) < 1:
+        raise ValueError(f"the window must hold at least one message, got {window}")
+    ok = np.isfinite(m) & np.isfinite(t) & (t > 0) & (m >= 0)
+    m, per_msg = m[ok], (t[ok] - ack_s) / int(window)
+    small, large = m <= small_max, m > small_max
+    if not small.any() or large.sum() < 2:
+        raise ValueError(
+            f"need sizes up to {small_max} B (for g) and at least two above it (for G)"
+        )
+    G = float(np.polyfit(m[large], per_msg[large], 1)[0])
+    g = float(np.median(per_msg[small] - (np.maximum(m[small], 1.0) - 1.0) * G))
+    return GapFit(g, G, m[small].astype(int), m[large].astype(int))

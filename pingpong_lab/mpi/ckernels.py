@@ -172,6 +172,22 @@ def c_kernel(mode: str, path=DEFAULT_LIBRARY):
     return kernel
 
 
+def windowed(
+    comm, nbytes, warmup, iters, window=64, both=False, corrupt=False, path=DEFAULT_LIBRARY
+):
+    """Run the windowed C kernel: osu_bw's method (both=False) or osu_bibw's (both=True).
+
+    Returns (samples, corrupted): samples[i] is rank 0's time in seconds for window i, W
+    messages of nbytes (and, for bw, their 1-byte acknowledgement); NaN on other ranks.
+    The bandwidth of a window is window * nbytes / sample, twice that for bibw. `corrupt`
+    sends the last message of every window with one byte flipped (the receiver counts it).
+    """
+    if not 1 <= int(window) < MAX_BATCH:
+        raise KernelError(f"window must be between 1 and {MAX_BATCH - 1}, got {window}")
+    kernel = c_kernel("bibw" if both else "bw", path)
+    return kernel(comm, nbytes, warmup, iters, corrupt_echo=corrupt, batch=int(window))
+
+
 # -- learners' C ------------------------------------------------------------------------------
 def build_dir() -> Path:
     """Where compiled learner libraries go (override with $PINGPONG_LAB_BUILD)."""

@@ -165,6 +165,7 @@ OLD_STUBS = {
             "defend_numbers",
         },
     ),
+    "05_contention": ({"pair_timing"}, {"test_pair_timing"}),
 }
 
 

@@ -415,9 +415,50 @@ def crossing_pairs(hosts):
     half = len(hosts) // 2
     return sum(1 for a, b in zip(hosts[:half], hosts[half:]) if a != b)
 ''',
+    # a while loop, the sample written with two clock readings, the barrier flag inline
+    "pair_timing": '''\
+def time_pair_loop(comm, exchange, sendbuf, recvbuf, iters, warmup=20, barrier=False):
+    """Per-iteration one-way seconds on the bottom half, NaN on the top."""
+    import numpy as np
+    from mpi4py import MPI
+
+    n = 0
+    while n < warmup:
+        exchange(comm, sendbuf, recvbuf)
+        n += 1
+    timing = comm.Get_rank() < comm.Get_size() // 2
+    samples = np.empty(iters)
+    comm.Barrier()
+    for i in range(iters):
+        barrier and comm.Barrier()
+        start = MPI.Wtime()
+        exchange(comm, sendbuf, recvbuf)
+        stop = MPI.Wtime()
+        samples[i] = 0.5 * (stop - start) if timing else np.nan
+    return samples
+''',
 }
 
 _CONTENTION_SHORTCUTS = {
+    # the whole loop timed once and spread evenly: no per-iteration samples, no max across ranks
+    "pair_timing": """\
+def time_pair_loop(comm, exchange, sendbuf, recvbuf, iters, warmup=20, barrier=False):
+    import numpy as np
+    from mpi4py import MPI
+
+    for _ in range(warmup):
+        exchange(comm, sendbuf, recvbuf)
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    for _ in range(iters):
+        if barrier:
+            comm.Barrier()
+        exchange(comm, sendbuf, recvbuf)
+    each = (MPI.Wtime() - t0) / iters / 2
+    if comm.Get_rank() >= comm.Get_size() // 2:
+        return np.full(iters, np.nan)
+    return np.full(iters, each)
+""",
     # the aggregate bandwidth of one pair, whatever the number of pairs
     "contention_summary": """\
 def contention_summary(samples_by_pairs, nbytes):
@@ -461,7 +502,7 @@ CORPUS = {
         "04_model": (_MODEL_SHORTCUTS, {"test_find_breakpoint", "test_fit_alpha_beta"}),
         "05_contention": (
             _CONTENTION_SHORTCUTS,
-            {"test_contention_summary", "test_aggregation"},
+            {"test_contention_summary", "test_aggregation", "test_pair_timing"},
         ),
     },
 }
