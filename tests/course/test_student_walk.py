@@ -169,3 +169,19 @@ def test_no_notebook_counts_cores_with_os_cpu_count():
     for name in NAMES:
         nb = nbformat.read(ROOT / "course" / "source" / name / f"{name}.ipynb", as_version=4)
         assert "os.cpu_count()" not in _code(nb), name
+
+
+def test_the_release_holds_only_what_course_source_tracks():
+    """Running a master notebook in place writes files beside it (C sources, sweeps): they are
+    git-ignored there and must not reach exercises/ or solutions/ through a release."""
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "course/source", "exercises", "solutions"],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()  # fmt: skip
+    if not tracked:
+        pytest.skip("not a git checkout")
+    source = {p.split("/", 2)[2] for p in tracked if p.startswith("course/source/")}
+    released = {p.split("/", 1)[1] for p in tracked if p.startswith(("exercises/", "solutions/"))}
+    assert released <= source, sorted(released - source)
