@@ -366,6 +366,14 @@ def _tampered(nb: dict, student: str) -> dict:
     return nb
 
 
+def written_answers(name: str) -> dict:
+    """grade_id -> points of the written answers (markdown answer cells, graded by hand)."""
+    nb = notebook(COURSE / "source" / name / f"{name}.ipynb")
+    return manual_points(
+        {"cells": [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]}
+    )
+
+
 def hand_graded(name: str) -> dict:
     """grade_id -> points of the cells an instructor grades by hand (tasks, manual answers)."""
     nb = notebook(COURSE / "source" / name / f"{name}.ipynb")
