@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..mpi import jobs
+from ..mpi import binding, jobs
 from ..mpi.processes import run_group
 
 EXPERIMENTS = ("head-to-head", "ssend", "tag", "truncate")
@@ -68,7 +68,8 @@ def experiment_job(spec: dict, comm) -> int:
 
     rank, peer = comm.Get_rank(), 1 - comm.Get_rank()
     kind, out_dir = spec["experiment"], spec["out_dir"]
-    result = {"rank": rank, "completed": [], "stuck_at": None, "error": None}
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    result = {"rank": rank, "completed": [], "stuck_at": None, "error": None, "cpus": allowed}
     dog = _Watchdog(out_dir, rank, result, float(spec["stuck_after_s"]))
     if kind in ("head-to-head", "ssend"):
         send = comm.Ssend if kind == "ssend" else comm.Send
@@ -115,11 +116,14 @@ def run(
     stuck_after_s: float = STUCK_AFTER_S,
     timeout: float = JOB_DEADLINE_S,
     env: dict | None = None,
+    bind=None,
 ) -> dict:
-    """Run one experiment on 2 fresh ranks (with environment `env` when given); what happened.
+    """Run one experiment on 2 fresh ranks (with environment `env` when given, pinned by
+    placement `bind` when given: mpi/binding.py); what happened.
 
     Returns {experiment, completed: sizes both ranks finished, stuck_at: the first size that
-    hung (None if none), error: what MPI reported (None if nothing), seconds}.
+    hung (None if none), error: what MPI reported (None if nothing), cpus: the CPUs each rank
+    could run on, seconds}.
     """
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; known: {', '.join(EXPERIMENTS)}")
@@ -128,6 +132,7 @@ def run(
         raise ValueError(f"sizes must be ascending positive byte counts, got {sizes}")
     if stuck_after_s <= 0:
         raise ValueError(f"stuck_after_s must be positive seconds, got {stuck_after_s!r}")
+    cpus = None if bind is None else binding.cpus_for(bind, 2)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pp-break-") as out_dir:
         spec = {
@@ -135,6 +140,7 @@ def run(
             "sizes": sizes,
             "stuck_after_s": float(stuck_after_s),
             "out_dir": out_dir,
+            "cpus": cpus,
         }
         try:
             proc = run_group(jobs.command(experiment_job, spec, 2), timeout, env=env)
@@ -152,6 +158,7 @@ def run(
         "completed": sorted(completed),
         "stuck_at": min(stuck) if stuck else None,
         "error": next((r["error"] for r in reports if r["error"]), None),
+        "cpus": [r["cpus"] for r in sorted(reports, key=lambda r: r["rank"])],
         "seconds": time.perf_counter() - start,
     }
 

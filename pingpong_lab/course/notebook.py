@@ -52,6 +52,18 @@ def usable_cores() -> int:
     return environment.cpu_count()
 
 
+def core_placements(nranks: int = 2) -> dict:
+    """Print and return the placements this machine can give `nranks` ranks (mpi/binding.py):
+    name -> the logical CPU of each rank, or the reason it cannot be shown here."""
+    from ..mpi import binding
+
+    found = binding.available(nranks)
+    for name, cpus in found.items():
+        where = f"CPUs {cpus}" if isinstance(cpus, list) else f"cannot be shown here: {cpus}"
+        print(f"{name:<10} {binding.PLACEMENTS[name]}\n{'':<10} {where}")
+    return found
+
+
 def library_version() -> str:
     """The first line of MPI.Get_library_version() (which MPI, which build)."""
     from mpi4py import MPI
@@ -481,13 +493,14 @@ def save_result(name, **values) -> None:
     print(f"saved {name} in {path.parent} (the next notebooks read it from there)")
 
 
-def break_it(experiment, sizes=None, stuck_after_s=None) -> dict:
-    """Run one of the deadlock experiments (course.deadlocks) and print what happened."""
+def break_it(experiment, sizes=None, stuck_after_s=None, bind=None) -> dict:
+    """Run one of the deadlock experiments (course.deadlocks) and print what happened; `bind`
+    pins the two ranks ("cores", "same-core", "smt" or two CPUs: see core_placements())."""
     from . import deadlocks
 
     sizes = deadlocks.SIZES if sizes is None else sizes
     wait = grading.scale(deadlocks.STUCK_AFTER_S, 1.0) if stuck_after_s is None else stuck_after_s
-    result = deadlocks.run(experiment, sizes, stuck_after_s=wait)
+    result = deadlocks.run(experiment, sizes, stuck_after_s=wait, bind=bind)
     done = result["completed"]
     passed = f"{len(done)} size(s) went through" + (
         f" ({done[0]} .. {done[-1]} B); " if done else "; "
@@ -500,7 +513,8 @@ def break_it(experiment, sizes=None, stuck_after_s=None) -> dict:
         verdict = f"MPI reported an error: {result['error']}"
     else:
         verdict = "no deadlock, no error"
-    print(f"{experiment}: {passed}{verdict} [{result['seconds']:.1f} s]")
+    pinned = f", ranks on CPUs {result['cpus']}" if bind is not None else ""
+    print(f"{experiment}: {passed}{verdict} [{result['seconds']:.1f} s{pinned}]")
     return result
 
 

@@ -14,6 +14,10 @@ SlurmEngineSetLauncher (`srun --mpi=pmi2 ipengine` in an sbatch script, the cont
 here), or, inside an allocation ($SLURM_JOB_ID set), as a job step of it with
 `srun --mpi=pmi2`. See slurm_launch.py.
 
+Placement (`bind=`, mpiexec only): "cores", "same-core", "smt" or a list of CPUs pins each rank
+to a logical CPU once its engine runs (mpi/binding.py); `cluster.placement` shows where each
+rank may run. A placement the machine cannot give raises PlacementError before anything starts.
+
 When PINGPONG_LAB_ENGINE_POOL names a folder of pre-started engines (see pool.py: grading starts
 them once per submission), start() borrows the engines of its size from there instead of
 starting its own, and stop() gives them back. A borrowed cluster that deadlocks or crashes ends
@@ -40,7 +44,7 @@ import psutil
 
 from .. import runtime
 from ..errors import ClusterStartError, DeadlockError, EngineCrashError, RemoteError
-from ..mpi import environment
+from ..mpi import binding, environment
 from . import slurm_launch
 from .watchdog import alive, end_processes
 
@@ -66,6 +70,13 @@ def _engine_placement():
     from mpi4py import MPI
 
     return {**environment.rank_placement(MPI.COMM_WORLD.Get_rank()), "pid": os.getpid()}
+
+
+def _pin_by_rank(cpus: list[int]) -> None:
+    """On an engine: pin this rank to its CPU of `cpus` (binding.pin)."""
+    from mpi4py import MPI
+
+    binding.pin(cpus[MPI.COMM_WORLD.Get_rank()])
 
 
 def _work_in(folder: str) -> None:
@@ -99,6 +110,7 @@ class MPICluster:
         env: dict | None = None,
         launcher: str | None = None,
         mpiexec_prefix: list[str] | tuple[str, ...] = (),
+        bind=None,
     ):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive number of engines, got {n!r}")
@@ -109,6 +121,12 @@ class MPICluster:
         self.start_timeout = float(start_timeout)
         self.env = dict(env or {})
         self.launcher = slurm_launch.choose(launcher)
+        if bind is not None and self.launcher != "mpiexec":
+            raise ValueError(
+                "bind= pins ranks on this machine; under Slurm ask srun with --cpu-bind instead"
+            )
+        # the logical CPU of each rank (binding.PLACEMENTS), None: wherever the OS puts them
+        self.cpus = None if bind is None else binding.cpus_for(bind, n)
         self.slurm_job_id: str | None = None  # the engines' own job ("slurm" outside an allocation)
         self.mpiexec_prefix = list(mpiexec_prefix)  # e.g. a command that sets limits, then execs
         self._borrowed: dict | None = None  # the pool entry of borrowed engines
@@ -126,7 +144,7 @@ class MPICluster:
         """Start the controller and n MPI engines; check that they form one MPI job."""
         if self._client is not None:
             return self
-        if not self.env and self.launcher == "mpiexec" and self._borrow():
+        if not self.env and self.cpus is None and self.launcher == "mpiexec" and self._borrow():
             return self
         if self.launcher == "mpiexec":
             # fails in milliseconds when there is no MPI
@@ -182,7 +200,8 @@ class MPICluster:
             ) from exc
         self._record_pids()
         self.slurm_job_id = slurm_launch.job_id(self._cluster)
-        self._check_engines(self.start_timeout)
+        pin = (_pin_by_rank, self.cpus) if self.cpus is not None else None
+        self._check_engines(self.start_timeout, before=pin)
         return self
 
     def _check_engines(self, timeout: float, before=None) -> None:

@@ -20,7 +20,7 @@ import importlib
 import json
 import sys
 
-from . import environment
+from . import binding, environment
 
 MODULE = "pingpong_lab.mpi.jobs"  # also when run as __main__ under mpiexec
 PACKAGE = MODULE.split(".")[0]
@@ -65,7 +65,10 @@ def resolve(name: str):
 
 
 def run(function, spec: dict, comm) -> int:
-    """Run job `function` in this process (every rank of `comm` must call it)."""
+    """Run job `function` in this process (every rank of `comm` must call it); with
+    spec["cpus"] (binding.cpus_for), each rank first pins itself to its CPU."""
+    if spec.get("cpus"):
+        binding.pin(spec["cpus"][comm.Get_rank()])
     return int(function(spec, comm) or 0)
 
 
