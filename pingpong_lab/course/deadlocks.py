@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import runtime
 from ..mpi import binding, jobs
 from ..mpi.processes import run_group
 
@@ -36,9 +37,7 @@ JOB_DEADLINE_S = 60.0
 
 
 def _report(out_dir: str, rank: int, result: dict) -> None:
-    tmp = Path(out_dir, f".rank{rank}.json.tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, Path(out_dir, f"rank{rank}.json"))
+    runtime.atomic_write(Path(out_dir, f"rank{rank}.json"), json.dumps(result))
 
 
 class _Watchdog:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import re
 from pathlib import Path
 
@@ -88,13 +87,12 @@ def save(name: str, directory=None, **values) -> Path:
     folder = Path(directory) if directory is not None else results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     plain["_saved"] = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    npz, meta = folder / f"{name}.npz", folder / f"{name}.json"
-    tmp_npz, tmp_meta = folder / f".{name}.npz.tmp", folder / f".{name}.json.tmp"
-    with open(tmp_npz, "wb") as f:
+    npz = folder / f"{name}.npz"
+    with runtime.atomic_file(npz) as f:  # the arrays first: a reader needs both files
         np.savez_compressed(f, **arrays)
-    tmp_meta.write_text(json.dumps(plain, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp_npz, npz)
-    os.replace(tmp_meta, meta)
+    runtime.atomic_write(
+        folder / f"{name}.json", json.dumps(plain, indent=1, sort_keys=True) + "\n"
+    )
     return npz
 
 

@@ -292,7 +292,7 @@ def best_of(cluster, time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02) -
 def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
     from mpi4py import MPI
 
-    from ..mpi import buffers
+    from ..mpi import buffers, measure
 
     time_pingpong = unship(time_pkg)
     choose_reps = unship(reps_pkg) if reps_pkg is not None else None
@@ -306,7 +306,7 @@ def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibr
             reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)
         else:
             reps = max(10, int(target_s / max(2 * t_cal, 1e-9)))
-        warmup = max(2, min(200, reps // 10))
+        warmup = measure.warmup_for(reps)
         t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
         rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
     return rows
@@ -349,10 +349,10 @@ def student_sweep(
 def _reference_time_on_engine(nbytes, reps):
     from mpi4py import MPI
 
-    from ..mpi import kernels
+    from ..mpi import kernels, measure
 
     comm = MPI.COMM_WORLD
-    samples, _ = kernels.pingpong_blocking(comm, nbytes, max(2, reps // 10), reps)
+    samples, _ = kernels.pingpong_blocking(comm, nbytes, measure.warmup_for(reps), reps)
     rt = comm.allreduce(
         float(np.nanmedian(samples)) if np.isfinite(samples).any() else 0.0, op=MPI.MAX
     )

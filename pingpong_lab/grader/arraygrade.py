@@ -28,6 +28,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from .. import runtime
 from . import build, classgrade, gradebook, sandbox
 
 FOLDER = "gradebooks"
@@ -71,9 +72,7 @@ def run_task(course: Path, index: int, timeout: float = classgrade.SUBMISSION_TI
         "seconds": outcome.seconds,
         "why": outcome.why,
     }
-    tmp = result.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(result)
+    runtime.atomic_write(result, json.dumps(record, indent=1) + "\n")
     print(f"{student}: {outcome.status} in {outcome.seconds:.0f} s {outcome.why}".rstrip())
     return 0 if outcome.status == "ok" else 1
 

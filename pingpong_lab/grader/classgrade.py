@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import runtime
 from ..mpi.processes import run_group
 from . import gradebook, sandbox, stage
 
@@ -223,8 +224,7 @@ def write_summary(path: Path, outcomes: list[Outcome], assignments: list[str]) -
 
     Written to a temporary file and renamed, so a reader never sees half a table."""
     header = ["student", "status", "seconds", *assignments, "total", "max_total", "note"]
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
+    with runtime.atomic_file(path, "w") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         for o in sorted(outcomes, key=lambda o: o.student):
@@ -232,7 +232,6 @@ def write_summary(path: Path, outcomes: list[Outcome], assignments: list[str]) -
             total = sum(s for s, _ in o.scores.values())
             max_total = sum(m for _, m in o.scores.values())
             w.writerow([o.student, o.status, f"{o.seconds:.1f}", *got, total, max_total, o.why])
-    tmp.replace(path)
 
 
 def report_failures(failed: list[Outcome], out=sys.stdout) -> None:

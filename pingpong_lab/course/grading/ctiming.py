@@ -212,6 +212,7 @@ def _c_sweep_on_engine(lib, reps_pkg, sizes, target_s, calibration_reps, min_rep
     from mpi4py import MPI
 
     from pingpong_lab.engines.shipping import unship
+    from pingpong_lab.mpi.measure import warmup_for
 
     choose_reps = unship(reps_pkg)
     comm = MPI.COMM_WORLD
@@ -222,7 +223,7 @@ def _c_sweep_on_engine(lib, reps_pkg, sizes, target_s, calibration_reps, min_rep
             return {"rank": comm.Get_rank(), "rc": cal["rc"], "rows": rows}
         cal_s = 2 * cal["one_way"] * calibration_reps  # the round trips' elapsed time
         reps = int(choose_reps(comm, cal_s, calibration_reps, target_s, min_reps=min_reps))
-        warmup = max(2, min(200, reps // 10))
+        warmup = warmup_for(reps)
         res = _c_timing_on_engine(lib, nbytes, reps, warmup, False)
         if res["rc"] != 0:
             return {"rank": comm.Get_rank(), "rc": res["rc"], "rows": rows}
