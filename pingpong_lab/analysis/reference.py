@@ -218,7 +218,7 @@ def agh2020_one_way_time(api: str, placement: str) -> tuple[np.ndarray, np.ndarr
 def inter_node_sweep(api: str = "send_recv") -> dict:
     """A small inter-node sweep from the sources: AGH 2020, two physical hosts (task 4).
 
-    Returns ``nbytes`` (bytes), ``t_one_way_s`` (seconds per message, derived from table 2.7
+    Returns ``nbytes`` (bytes), ``t_median_s`` (seconds per message, derived from table 2.7
     for Send/Recv or 2.8 for Isend/Irecv), ``source``, ``label``, ``pattern`` and ``note``.
     The only per-size multi-node table among the course's sources; Durham's inter-node
     results are fits (see :func:`durham_alpha_beta`), HPC4DS gives plots only.
@@ -227,7 +227,7 @@ def inter_node_sweep(api: str = "send_recv") -> dict:
     table = {"send_recv": "2.7", "isend_irecv": "2.8"}[api]
     return {
         "nbytes": nbytes,
-        "t_one_way_s": t,
+        "t_median_s": t,
         "source": f"{AGH2020_SOURCE.split(', tables')[0]}, table {table}",
         "label": f"AGH 2020, two hosts, {api.replace('_', '/')} (exchange)",
         "pattern": AGH2020_PATTERN,

@@ -82,5 +82,5 @@ def measure(cell_bytes: int | None, max_bytes: int, reps: int) -> dict:
         "deadlock_bytes": deadlock_size(cell_bytes),
         "breakpoint_bytes": brk,
         "nbytes": nbytes,
-        "t_one_way_s": t,
+        "t_median_s": t,
     }

@@ -2,7 +2,7 @@
 
 A notebook saves its results under a name; a later notebook loads them by that name:
 
-    handoff.save("02_sweep", nbytes=sizes, t_one_way_s=t, kernel="student C")
+    handoff.save("02_sweep", nbytes=sizes, t_median_s=t, kernel="student C")
     data = handoff.load("02_sweep", fallback=handoff.shipped("02_sweep"))
 
 Files live in ``my_results/`` beside the notebooks' folders (exercises/my_results/ when the
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import runtime
+from ..data.schema import COL
 from .grading.mode import grading_mode
 
 __all__ = ["Loaded", "load", "results_dir", "save", "shipped"]
@@ -34,6 +35,7 @@ __all__ = ["Loaded", "load", "results_dir", "save", "shipped"]
 RESULTS_ENV = "PINGPONG_LAB_RESULTS"
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+OLD_MEDIAN = "t_one_way_s"  # the median one-way time's name in results saved before 2026-11
 
 
 class Loaded(dict):
@@ -101,6 +103,8 @@ def _read(folder: Path, name: str) -> dict:
     with np.load(folder / f"{name}.npz", allow_pickle=False) as data:
         for key in data.files:
             values[key] = data[key]
+    if OLD_MEDIAN in values:  # saved before the column took the results schema's name
+        values.setdefault(COL.t_median_s, values.pop(OLD_MEDIAN))
     meta = folder / f"{name}.json"
     if meta.exists():
         values.update(json.loads(meta.read_text()))

@@ -411,7 +411,7 @@ def run_c_timing(cluster, lib, nbytes=8, reps=1000, warmup=100) -> float:
 def sweep_result(rows, kernel="student C", method="echo") -> dict:
     """The values of handoff result "02_sweep" from ctiming.c_sweep rows.
 
-    t_one_way_s is, per size, the median over round trips of the per-round-trip maximum over
+    t_median_s is, per size, the median over round trips of the per-round-trip maximum over
     ranks; ci_lo_s and ci_hi_s its 95% confidence interval (order statistics).
     """
     from ..analysis import stats
@@ -425,7 +425,7 @@ def sweep_result(rows, kernel="student C", method="echo") -> dict:
         highs.append(hi)
     return {
         "nbytes": np.array([r["nbytes"] for r in rows], dtype=np.int64),
-        "t_one_way_s": np.array(medians),
+        "t_median_s": np.array(medians),
         "ci_lo_s": np.array(lows),
         "ci_hi_s": np.array(highs),
         "kernel": kernel,

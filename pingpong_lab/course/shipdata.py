@@ -4,7 +4,7 @@
     python -m pingpong_lab.course.shipdata --fit       # 04_fit again from the shipped 02_sweep
 
 Keeps, per message size, the median and the fastest one-way time and the 95% CI of the median
-(arrays nbytes, t_one_way_s, t_min_s, ci_lo_s, ci_hi_s) and, as plain values, ABOUT (how it was
+(arrays nbytes, t_median_s, t_min_s, ci_lo_s, ci_hi_s) and, as plain values, ABOUT (how it was
 measured) and what the sweep's provenance says about the link, MPI, kernel, CPU and date. The
 files go to course/shipped/NAME.npz and .json, written atomically by `handoff.save`.
 """
@@ -21,7 +21,7 @@ from . import handoff
 
 ARRAYS = {
     "nbytes": COL.nbytes,
-    "t_one_way_s": COL.t_median_s,
+    "t_median_s": COL.t_median_s,
     "t_min_s": COL.t_min_s,
     "ci_lo_s": COL.ci_lo_s,
     "ci_hi_s": COL.ci_hi_s,
@@ -52,7 +52,7 @@ def fit_of(sweep: dict) -> dict:
     piecewise breakpoint (-1 when one line is enough by BIC), as `04_fit` stores them."""
     from ..analysis import model
 
-    x, t = sweep["nbytes"], sweep["t_one_way_s"]
+    x, t = sweep["nbytes"], sweep["t_median_s"]
     line = model.fit_linear(x, t, weighted=True)
     pw = model.fit_piecewise(x, t)
     return {
@@ -91,7 +91,7 @@ def to_csv(name: str, out, sizes=None) -> Path:
     columns = (COL.nbytes, COL.t_median_s, COL.t_min_s)
     lines = [",".join(columns)]
     for i in keep:
-        t_med, t_min = float(data["t_one_way_s"][i]), float(data["t_min_s"][i])
+        t_med, t_min = float(data["t_median_s"][i]), float(data["t_min_s"][i])
         lines.append(f"{int(nbytes[i])},{t_med!r},{t_min!r}")
     return runtime.atomic_write(out, "\n".join(lines) + "\n")
 

@@ -86,3 +86,11 @@ def test_a_dry_run_measures_small_but_saves_and_loads_like_a_learner(tmp_path, m
     assert handoff.load("r", fallback={"x": 0}, directory=tmp_path)["x"].tolist() == [5]
     monkeypatch.setenv("PINGPONG_LAB_QUICK", "0")
     assert grading.scale(1000, 10) == 1000
+
+
+def test_results_saved_with_the_old_column_name_load_with_the_schemas(tmp_path):
+    from pingpong_lab.data.schema import COL
+
+    handoff.save("02_sweep", directory=tmp_path, nbytes=[1, 2], t_one_way_s=[1e-6, 2e-6])
+    data = handoff.load("02_sweep", fallback={}, directory=tmp_path)
+    assert list(data[COL.t_median_s]) == [1e-6, 2e-6] and "t_one_way_s" not in data

@@ -85,7 +85,7 @@ def test_without_root_the_link_says_why_and_where_the_shipped_measurement_is(mon
     assert "needs root" in why and "network namespaces" in why
     assert "handoff.shipped('link_1gbit')" in why
     data = handoff.shipped("link_1gbit")  # the dataset the message points to exists
-    assert "link" in data and data["nbytes"].size == data["t_one_way_s"].size
+    assert "link" in data and data["nbytes"].size == data["t_median_s"].size
 
 
 def test_only_namespaces_whose_owner_is_gone_are_stale():
@@ -119,7 +119,7 @@ def test_a_shipped_sweep_keeps_its_times_and_says_how_it_was_measured(tmp_path, 
     data = handoff.load("demo", fallback={}, directory=tmp_path)
     assert data["about"] == "synthetic, 1 Gbit/s" and data["kernel"] == "synthetic"
     assert data["link"] is None and data["nbytes"].dtype.kind == "i"
-    fit = model.fit_linear(data["nbytes"], data["t_one_way_s"])
+    fit = model.fit_linear(data["nbytes"], data["t_median_s"])
     assert fit.bandwidth_Mbitps == pytest.approx(1000, rel=1e-6)
     with pytest.raises(ValueError, match="how the data was measured"):
         shipdata.ship(csv, "demo", " ", directory=tmp_path)
