@@ -50,6 +50,7 @@ from .watchdog import alive, end_processes
 
 DEFAULT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 90.0
+STOP_GRACE_S = 1.0  # after SIGTERM, before SIGKILL, when stop() ends the processes
 POOL_ENV = "PINGPONG_LAB_ENGINE_POOL"  # a folder of <n>.json: engines lent by an EnginePool
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
@@ -355,6 +356,10 @@ class MPICluster:
                 self._client.close()
             except Exception:
                 pass
+        if self._cluster is not None and not self.slurm_job_id and self.launcher == "mpiexec":
+            # engines keep nothing worth a graceful exit: ending them by PID here takes under
+            # a second, where ipyparallel's stop waits seconds for each launcher to exit
+            self._end_processes(grace_s=STOP_GRACE_S)
         if self._cluster is not None:
             try:
                 self._cluster.stop_cluster_sync()
