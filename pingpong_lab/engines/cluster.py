@@ -50,6 +50,13 @@ from .watchdog import alive, end_processes
 
 DEFAULT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 90.0
+# the controller registers an engine at its first heartbeat: ipyparallel's 3 s period made a
+# start take 6.6 s here, 0.5 s takes 2.5 s; 30 missed beats (15 s) before an engine counts as
+# dead keeps the old tolerance of busy, oversubscribed engines (10 x 3 s) about the same
+HEARTBEAT_ARGS = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misses=30"]
+# no nanny process beside each engine: it only relays signals (this module ends engines by PID
+# and watches them itself) and took 2 s to exit on SIGTERM
+NO_NANNY = ["--IPEngine.enable_nanny=False"]
 STOP_GRACE_S = 1.0  # after SIGTERM, before SIGKILL, when stop() ends the processes
 POOL_ENV = "PINGPONG_LAB_ENGINE_POOL"  # a folder of <n>.json: engines lent by an EnginePool
 
@@ -175,6 +182,7 @@ class MPICluster:
             cluster_id=f"pingpong-lab-{uuid.uuid4().hex[:8]}",
             log_level=logging.ERROR,
             engine_timeout=int(self.start_timeout),
+            controller_args=HEARTBEAT_ARGS,
             **slurm_launch.controller_settings(batch),
         )
         if batch:
@@ -182,6 +190,7 @@ class MPICluster:
         else:
             self._cluster.config.MPILauncher.mpi_cmd = mpi_cmd
             self._cluster.config.MPIEngineSetLauncher.environment = self.env
+            self._cluster.config.MPIEngineSetLauncher.engine_args = NO_NANNY
         _live_clusters.add(self)
         self._start_watchdog()
         try:
