@@ -149,41 +149,38 @@ def show_trace(fn, size=4, nbytes=8):
         print("diagnosis: NOT a correct round trip:", problem)
 
 
-def run_pingpong(cluster, fn, nbytes=1000, iters=3):
+def run_pingpong(cluster, fn, nbytes=1000, iters=3) -> None:
     """Run a Python ping-pong on the engines and say whether every echo came back intact."""
     report = grading.pingpong_on_engines_report(cluster, fn, nbytes, iters)
     corrupt = report["corrupt"]
     verdict = "intact" if corrupt == 0 else f"{corrupt} corrupted ({report.get('detail')})"
     print(f"{iters} round trips of {nbytes} B between ranks 0 and 1: echoes {verdict}")
-    return corrupt == 0
 
 
-def run_safe_exchange(cluster, fn, sizes=(8, 1 << 20)):
+def run_safe_exchange(cluster, fn, sizes=(8, 1 << 20)) -> None:
     """Run a learner's exchange between ranks 0 and 1 at each size and say what happened."""
     for nbytes in sizes:
         try:
             grading.check_safe_exchange(cluster, fn, sizes=(nbytes,))
         except AssertionError as exc:
             print(f"{nbytes} B: {exc}")
-            return False
+            return
         print(f"{nbytes} B: both buffers arrived intact, in both directions")
-    return True
 
 
-def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c"):
+def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c") -> None:
     """Run the C ping-pong on the engines and say whether every echo came back intact."""
     results = grading.c_pingpong_on_engines(cluster, lib, nbytes, iters, function)
     codes = {c for r in results for c in r["codes"]}
     if grading.NOT_IMPLEMENTED in codes:
         print(f"{function} returns NOT_IMPLEMENTED: write its body first")
-        return False
+        return
     if codes - {0}:
         print(f"{function} returned {sorted(codes - {0})} (0 means success)")
-        return False
+        return
     corrupt = results[0]["corrupt"]
     verdict = "intact" if not corrupt else f"{corrupt} corrupted"
     print(f"{iters} round trips of {nbytes} B in C: echoes {verdict}")
-    return corrupt == 0
 
 
 def _pickle_pingpong_on_engine(package, obj, iters):
@@ -389,7 +386,7 @@ def kernel_sweep(
 
 
 # -- 02: the timing loop in C, the sweep it measures, and what it hands on ---------------------
-def run_c_timing(cluster, lib, nbytes=8, reps=1000, warmup=100) -> float:
+def run_c_timing(cluster, lib, nbytes=8, reps=1000, warmup=100) -> None:
     """Run the learner's time_pingpong_c once on the engines and print what each rank got."""
     from .grading import ctiming
 
@@ -398,14 +395,13 @@ def run_c_timing(cluster, lib, nbytes=8, reps=1000, warmup=100) -> float:
     if codes != {0}:
         stub = grading.NOT_IMPLEMENTED in codes
         print(f"{ctiming.FUNCTION} returned", "NOT_IMPLEMENTED: write it first" if stub else codes)
-        return float("nan")
+        return
     for r in results:
         t = np.asarray(r["samples"], dtype=float) * 1e6
         print(
             f"rank {r['rank']}: one_way {r['one_way'] * 1e6:8.3f} us   samples: median "
             f"{np.median(t):8.3f} us, min {t.min():8.3f} us, max {t.max():9.3f} us"
         )
-    return results[0]["one_way"]
 
 
 def sweep_result(rows, kernel="student C", method="echo") -> dict:

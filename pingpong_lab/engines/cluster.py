@@ -67,6 +67,16 @@ class OversubscribedWarning(UserWarning):
     """More ranks than cores: ranks take turns on a core, so timings are inflated."""
 
 
+def _caller_level() -> int:
+    """warnings.warn's stacklevel for the first caller outside this package (the learner's cell,
+    not cluster.py): a warning should point at the line that asked for the engines."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _rank_and_size():
     from mpi4py import MPI
 
@@ -166,7 +176,7 @@ class MPICluster:
                 f"{self.n} ranks on {cores} cores: ranks share cores, so timings are "
                 "oversubscribed (inflated and noisy). Use them for correctness, not speed.",
                 OversubscribedWarning,
-                stacklevel=2,
+                stacklevel=_caller_level(),
             )
         import ipyparallel as ipp
 
@@ -270,7 +280,7 @@ class MPICluster:
                 "timings are oversubscribed (inflated and noisy). Use them for correctness, "
                 "not speed.",
                 OversubscribedWarning,
-                stacklevel=3,
+                stacklevel=_caller_level(),
             )
         _live_clusters.add(self)
         return True

@@ -64,7 +64,7 @@ from .mode import (
     seal,
     within_ratio,
 )
-from .timing import FakeClock, check_timing_sequence, timing_fakes
+from .timing import FakeClock, check_timing_sequence, timing_fakes, timing_steps
 from .trace import (
     check_pairwise_exchange,
     check_pickle_pingpong,
@@ -127,6 +127,7 @@ __all__ = [
     "run_c_with_ranks",
     "scale",
     "timing_fakes",
+    "timing_steps",
     "trace",
     "within_ratio",
 ]

@@ -44,7 +44,7 @@ def timing_fakes(round_trip_s, others=(), size=2):
     return comm, fake_pingpong, clock
 
 
-def _sequence(log):
+def timing_steps(log) -> str:
     """'round trip x7, Barrier, clock, round trip x100, ...': a log, runs compressed."""
     names = [
         f"{op.kind}({op.tag})" if op.kind in ("allreduce", "Allreduce") else op.kind for op in log
@@ -65,7 +65,7 @@ def check_timing_sequence(log, warmup, reps):
     """AssertionError unless a traced time_pingpong did: all warm-up round trips, one Barrier,
     read the clock, the timed round trips (no Barrier among them), read the clock again."""
     kinds = [op.kind for op in log]
-    where = f"(what time_pingpong did, in order: {_sequence(log)})"
+    where = f"(what time_pingpong did, in order: {timing_steps(log)})"
     trips = [i for i, k in enumerate(kinds) if k == "round trip"]
     assert len(trips) == warmup + reps, (
         f"expected {warmup} warm-up + {reps} timed round trips, found {len(trips)} {where}"
