@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
+import tempfile
 
 from ..data import results
 from ..errors import PingPongLabError
@@ -203,41 +203,42 @@ def launch_sweep(
             f"warning: {np_} ranks on {environment.cpu_count()} cores: timings are oversubscribed",
             file=sys.stderr,
         )
-    spec = {**settings.to_dict(), "out": os.path.abspath(out)}
     env = {**os.environ, **TRANSPORTS[settings.transport]}
     env.pop(environment.LINK_ENV, None)
-    if link_spec is None:
-        cmd = jobs.command(measure.sweep_job, spec, np_, launcher=mpiexec)
-        return _run_job(cmd, env, timeout_s)
-    try:
-        with link.EmulatedLink(link_spec, np_) as net:
-            print(f"emulated link: {net.describe()}", flush=True)
-            cmd = net.command(mpiexec, jobs.program(measure.sweep_job, spec))
-            return _run_job(cmd, {**env, **net.env}, timeout_s)
-    except link.LinkError as exc:
-        return _fail(str(exc))
-    except KeyboardInterrupt:  # a signal while the link was being built or removed
-        return _fail("interrupted; the emulated link was removed")
+    with tempfile.TemporaryDirectory(prefix="pingpong-lab-sweep-") as scratch:
+        events = os.path.join(scratch, "events.jsonl")
+        spec = {**settings.to_dict(), "out": os.path.abspath(out), "events": events}
+        if link_spec is None:
+            cmd = jobs.command(measure.sweep_job, spec, np_, launcher=mpiexec)
+            return _run_job(cmd, env, timeout_s, events)
+        try:
+            with link.EmulatedLink(link_spec, np_) as net:
+                print(f"emulated link: {net.describe()}", flush=True)
+                cmd = net.command(mpiexec, jobs.program(measure.sweep_job, spec))
+                return _run_job(cmd, {**env, **net.env}, timeout_s, events)
+        except link.LinkError as exc:
+            return _fail(str(exc))
+        except KeyboardInterrupt:  # a signal while the link was being built or removed
+            return _fail("interrupted; the emulated link was removed")
 
 
-SIZE_DONE = re.compile(r"^\[\s*(\d+)/(\d+)\]")
-"""A progress line of the sweep job: "[ 3/27] ..." (measure._print_progress)."""
-
-
-def _run_job(cmd, env, timeout_s: float) -> int:
+def _run_job(cmd, env, timeout_s: float, events: str | None = None) -> int:
     """Run an mpiexec job in its own process group; forward its stdout; never leave it behind.
 
-    The job's "[k/n]" lines also move a progress bar on stderr (only at a terminal).
+    The job's progress events (measure.emit_event, in the file `events`) move a progress bar
+    on stderr (only at a terminal); its printed lines are only forwarded, never parsed.
     """
     forward = True
     sizes = bar(desc="sweep", total=0, leave=False)
+    offset = 0
 
     def echo(line: str) -> None:
-        nonlocal forward
-        done = SIZE_DONE.match(line)
-        if done:
-            sizes.total = int(done.group(2))
-            sizes.update(int(done.group(1)) - sizes.n)
+        nonlocal forward, offset
+        if events:
+            new, offset = measure.read_events(events, offset)
+            for event in new:
+                sizes.total = int(event["total"])
+                sizes.update(int(event["done"]) - sizes.n)
         if forward:
             try:
                 sizes.write(line, end="", file=sys.stdout)

@@ -8,6 +8,7 @@ kernel when another gave up). Rank 0 gets the results; the other ranks get None.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
@@ -355,17 +356,39 @@ def _print_progress(index, total, row: SweepRow, seconds, counter: bool = True):
     )
 
 
+def emit_event(path, **event) -> None:
+    """Append one progress event (a JSON line) to `path`, the file the launcher reads; nothing
+    when there is none. Events, not printed text, are what a launcher's progress bar follows."""
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(event) + "\n")
+
+
+def read_events(path, start: int = 0) -> tuple[list[dict], int]:
+    """The complete events of `path` from byte offset `start`, and the offset after them."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read()
+    except FileNotFoundError:
+        return [], start
+    whole = data[: data.rfind(b"\n") + 1]  # a line still being written waits for next time
+    return [json.loads(line) for line in whole.splitlines() if line.strip()], start + len(whole)
+
+
 @jobs.job
 def sweep_job(spec: dict, comm) -> int:
     """The "sweep" job (every rank): measure, then rank 0 writes the results.
 
-    spec: SweepSettings.to_dict() plus "out", the CSV path. Rank 0 prints one progress line
-    per size; an error is printed as one line on stderr by rank 0 and every rank returns 1
-    (no rank is left waiting).
+    spec: SweepSettings.to_dict() plus "out", the CSV path, and optionally "events", a file
+    where rank 0 appends {"done": k, "total": n} after each size (each round when interleaved)
+    for the launcher's progress bar. Rank 0 also prints one line per size; an error is printed
+    as one line on stderr by rank 0 and every rank returns 1 (no rank is left waiting).
     """
     try:
         spec = dict(spec)
         out_path = spec.pop("out", None)
+        events = spec.pop("events", None)
         if not out_path:
             raise ValueError("the sweep job needs 'out', the CSV file to write")
         settings = SweepSettings.from_dict(spec)
@@ -378,11 +401,17 @@ def sweep_job(spec: dict, comm) -> int:
             def on_round(index, total, seconds):
                 n = len(settings.sizes)
                 print(f"[{index + 1:>2}/{total}] round: {n} sizes in {seconds:.2f} s", flush=True)
+                emit_event(events, done=index + 1, total=total)
 
             out = sweep_rows(settings, comm=comm, progress=progress, on_round=on_round)
             precision = {"rounds": settings.rounds, "target_s_per_round": settings.target_s}
         else:
-            out = sweep_rows(settings, comm=comm, progress=_print_progress)
+
+            def progress(index, total, row, seconds):
+                _print_progress(index, total, row, seconds)
+                emit_event(events, done=index + 1, total=total)
+
+            out = sweep_rows(settings, comm=comm, progress=progress)
             precision = {"rel_ci": settings.rel_ci, "budget_s_per_size": settings.budget_s}
         info = environment.provenance(
             comm,

@@ -84,3 +84,57 @@ def test_a_notebook_sweep_shows_its_bar_outside_grading(terminal):
     terminal = terminal()
     notebook.student_sweep(FakeCluster(), print, None, print, [1, 8], timeout=60)
     assert "your sweep" in terminal.getvalue()
+
+
+def test_progress_events_are_read_whole_and_in_order(tmp_path):
+    from pingpong_lab.mpi import measure
+
+    path = tmp_path / "events.jsonl"
+    assert measure.read_events(path) == ([], 0)
+    measure.emit_event(str(path), done=1, total=3)
+    measure.emit_event(None, done=9, total=9)  # no file named: nothing is written
+    events, offset = measure.read_events(path)
+    assert events == [{"done": 1, "total": 3}]
+    with open(path, "a") as f:
+        f.write('{"done": 2, "tot')  # a line still being written is left for next time
+    assert measure.read_events(path, offset) == ([], offset)
+    with open(path, "a") as f:
+        f.write('al": 3}\n')
+    assert measure.read_events(path, offset)[0] == [{"done": 2, "total": 3}]
+
+
+def test_the_sweep_launchers_bar_follows_the_jobs_events_not_its_text(
+    tmp_path, monkeypatch, capsys
+):
+    import sys
+
+    from pingpong_lab.apps import sweep
+
+    class Bar:
+        total, n = 0, 0
+
+        def update(self, k):
+            self.n += k
+
+        def write(self, line, end="", file=None):
+            print(line, end=end, file=file)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    shown = Bar()
+    monkeypatch.setattr(sweep, "bar", lambda **_: shown)
+    events = tmp_path / "events.jsonl"
+    script = (
+        "import sys\n"
+        "from pingpong_lab.mpi.measure import emit_event\n"
+        "for k in (1, 2, 3):\n"
+        f"    emit_event({str(events)!r}, done=k, total=3)\n"
+        "    print(f'size {k} measured', flush=True)\n"  # no '[k/n]' in the text
+    )
+    assert sweep._run_job([sys.executable, "-c", script], None, 60, str(events)) == 0
+    assert (shown.n, shown.total) == (3, 3)
+    assert "size 3 measured" in capsys.readouterr().out
