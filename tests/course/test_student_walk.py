@@ -4,7 +4,8 @@ What each notebook saves, the next ones load: this test answers the released not
 (exercises/) with the solutions' cells, runs them one after the other in one folder as a
 learner would (not in grading mode: results are saved and loaded; a dry run,
 PINGPONG_LAB_QUICK=1, keeps every measurement small) and checks that each notebook ran to the
-end and loaded the results of the notebook that writes them, never the shipped fallback.
+end and loaded the results of the notebook that writes them, never the shipped fallback, from
+the writer's own folder (<notebook>/my_results/, which nbgrader submits with it).
 """
 
 from __future__ import annotations
@@ -62,13 +63,13 @@ def _text_out(nb) -> str:
 
 @pytest.fixture(scope="module")
 def walked(tmp_path_factory):
-    """{name: executed notebook} of the whole course, walked in order in one folder."""
+    """{name: executed notebook} of the whole course, walked in order, each notebook in its
+    own folder under one root as in exercises/; and the root."""
     root = tmp_path_factory.mktemp("walk")
-    results = root / "my_results"
     env = {
         "PINGPONG_LAB_QUICK": "1",
         "PINGPONG_LAB_GRADING": "0",
-        "PINGPONG_LAB_RESULTS": str(results),
+        "PINGPONG_LAB_RESULTS": "",  # the default: each notebook's own my_results/
         "PINGPONG_LAB_PROGRESS": "0",
         "MPLBACKEND": "Agg",
     }
@@ -99,7 +100,7 @@ def walked(tmp_path_factory):
                 else:
                     os.environ[k] = v
             os.environ.pop("PINGPONG_LAB_ENGINE_POOL", None)
-    return done, results
+    return done, root
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -116,7 +117,7 @@ def test_the_answered_release_runs_to_the_end_without_an_error(walked, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_notebook_loads_what_the_earlier_ones_saved_not_the_shipped_data(walked, name):
-    done, results = walked
+    done, root = walked
     nb = done[name]
     out = _text_out(nb)
     assert "No saved result" not in out and "Could not read" not in out
@@ -124,7 +125,20 @@ def test_each_notebook_loads_what_the_earlier_ones_saved_not_the_shipped_data(wa
         writers = [n for n in NAMES if n < name and loaded in _SAVE.findall(_code(done[n]))]
         assert writers, f"{name} loads {loaded!r}, which no earlier notebook saves"
         assert f"Using your result {loaded}.npz" in out, f"{name} did not use its own {loaded}"
-        assert (results / f"{loaded}.npz").is_file()
+        assert (root / writers[-1] / "my_results" / f"{loaded}.npz").is_file()
+
+
+def test_every_result_is_kept_in_its_notebooks_folder_with_where_it_was_measured(walked):
+    from pingpong_lab.course import handoff
+
+    done, root = walked
+    saved = {n: _SAVE.findall(_code(done[n])) for n in NAMES}
+    assert saved["05_contention"] == ["05_contention"], saved
+    for name, results in saved.items():
+        for result in results:
+            data = handoff.load(result, fallback={}, directory=root / name / "my_results")
+            assert data["_host"] and data["_cpu"] and data["_mpi"] and len(data["_sha256"]) == 64
+    assert not (root / "my_results").exists()
 
 
 def test_every_name_a_released_cell_reads_is_given_to_the_learner():

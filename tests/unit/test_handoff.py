@@ -94,3 +94,34 @@ def test_results_saved_with_the_old_column_name_load_with_the_schemas(tmp_path):
     handoff.save("02_sweep", directory=tmp_path, nbytes=[1, 2], t_one_way_s=[1e-6, 2e-6])
     data = handoff.load("02_sweep", fallback={}, directory=tmp_path)
     assert list(data[COL.t_median_s]) == [1e-6, 2e-6] and "t_one_way_s" not in data
+
+
+def test_results_live_in_the_writing_notebooks_folder_and_siblings_read_them(
+    tmp_path, monkeypatch, capsys
+):
+    """02 saves into exercises/02_timing/my_results/ (part of its submission); 04 reads it
+    there; results kept where older versions of the course put them still load."""
+    monkeypatch.delenv(handoff.RESULTS_ENV, raising=False)
+    course = tmp_path / "exercises"
+    (course / "02_timing").mkdir(parents=True)
+    (course / "04_model").mkdir()
+    monkeypatch.chdir(course / "02_timing")
+    path = handoff.save("02_sweep", nbytes=[1, 2], t_median_s=[1e-6, 2e-6])
+    assert path == course / "02_timing" / "my_results" / "02_sweep.npz"
+    monkeypatch.chdir(course / "04_model")
+    data = handoff.load("02_sweep", fallback={}, writer="02_timing")
+    assert list(data["nbytes"]) == [1, 2]
+    assert "written by 02_timing" in capsys.readouterr().out
+    handoff.save("01_deadlock", directory=course / "my_results", first_deadlock_bytes=8192)
+    old = handoff.load("01_deadlock", fallback={}, writer="01_pingpong")
+    assert int(old["first_deadlock_bytes"]) == 8192
+
+
+def test_a_result_records_where_it_was_measured_and_a_digest_of_its_data(tmp_path):
+    handoff.save("02_samples", directory=tmp_path, samples_s=np.arange(6.0).reshape(2, 3))
+    meta = handoff.load("02_samples", fallback={}, directory=tmp_path)
+    assert meta["_host"] and meta["_cpu"] and meta["_cores"] >= 1 and meta["_mpi"]
+    same = handoff.samples_digest({"samples_s": np.arange(6.0).reshape(2, 3)})
+    assert meta["_sha256"] == same
+    assert handoff.samples_digest({"samples_s": np.arange(6.0)}) != same  # another shape
+    assert handoff.samples_digest({"samples_s": np.arange(1.0, 7.0).reshape(2, 3)}) != same
