@@ -34,7 +34,16 @@ from .. import runtime
 from ..data.schema import COL
 from .grading.mode import grading_mode
 
-__all__ = ["Loaded", "load", "provenance", "read", "results_dir", "samples_digest", "save", "shipped"]
+__all__ = [
+    "Loaded",
+    "load",
+    "provenance",
+    "read",
+    "results_dir",
+    "samples_digest",
+    "save",
+    "shipped",
+]
 
 RESULTS_ENV = "PINGPONG_LAB_RESULTS"
 RESULTS_FOLDER = "my_results"
