@@ -149,7 +149,7 @@ slurm:
 	  || echo "slurm: slurm-wlm could not be installed; the slurm tests skip"; \
 	else echo "slurm: not installed (needs root: apt-get install $(SLURM_PKGS)); the slurm tests skip"; fi
 
-# JOBS students are graded at once (default: the cores); course/grades.csv sums it up.
+# JOBS students are graded at once (default: the cores); course/class-grading.csv sums it up.
 autograde: setup sandbox
 	cd course && $(PY) -m pingpong_lab.grader autograde $(if $(JOBS),--jobs $(JOBS))
 

@@ -14,8 +14,8 @@ Why: SQLite's locking is unreliable on cluster file systems (NFS, Lustre), so ma
 writing course/gradebook.db at once could corrupt it or lose scores. The merge, a single
 process, copies the class gradebook aside (gradebook.backup), checks each task's gradebook
 again and merges it with gradebook.merge, the one merge path of both, and writes
-course/grades.csv with classgrade's summary writer. A task that died without a result shows as
-failed in grades.csv, with the reason.
+course/class-grading.csv with classgrade's summary writer. A task that died without a result
+shows as failed in class-grading.csv, with the reason.
 
 Task i grades the i-th student of course/submitted/ in sorted order, so the tasks and the merge
 agree without a list being passed around; do not add submissions between submit and merge.
@@ -78,9 +78,9 @@ def run_task(course: Path, index: int, timeout: float = classgrade.SUBMISSION_TI
 
 
 def merge(course: Path, out=sys.stdout) -> int:
-    """Merge every task gradebook into course/gradebook.db; write course/grades.csv.
+    """Merge every task gradebook into course/gradebook.db; write course/class-grading.csv.
 
-    0 when every submission was graded and merged, 1 otherwise (grades.csv says which)."""
+    0 when every submission was graded and merged, 1 otherwise (class-grading.csv says which)."""
     course = Path(course).resolve()
     master = course / "gradebook.db"
     if not master.is_file():
@@ -106,11 +106,11 @@ def merge(course: Path, out=sys.stdout) -> int:
                 outcome.status, outcome.why = "failed", f"merge: {exc}"
         outcomes.append(outcome)
     classgrade.attach_scores(course, outcomes)
-    classgrade.write_summary(course / "grades.csv", outcomes, graded)
+    classgrade.write_summary(course / "class-grading.csv", outcomes, graded)
     failed = [o for o in outcomes if o.status != "ok"]
     print(
         f"merged {len(outcomes) - len(failed)} of {len(outcomes)} submission(s) into "
-        f"{master.name}; per-student scores in {course.name}/grades.csv",
+        f"{master.name}; per-student scores in {course.name}/class-grading.csv",
         file=out,
     )
     classgrade.report_failures(failed, out)

@@ -16,7 +16,7 @@ empty row, and it changes nothing in the class gradebook. Up to `jobs` submissio
 the class gradebook is copied aside before the first is graded (gradebook.backup).
 
 A line per finished submission shows done/failed/remaining; at the end come the slowest
-submissions and course/grades.csv, one row per student with a score per notebook.
+submissions and course/class-grading.csv, one row per student with a score per notebook.
 """
 
 from __future__ import annotations

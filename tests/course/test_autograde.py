@@ -3,7 +3,7 @@
 The class of tests/course/classroom.py (solutions, untouched releases, partly correct
 submissions, the corpus, variants, cheats and vandals), graded once per session as a class
 (students in parallel, each in its own stage and sandbox where bubblewrap works); the tests
-read the gradebook, the graded notebooks, course/grades.csv and the process table.
+read the gradebook, the graded notebooks, course/class-grading.csv and the process table.
 """
 
 from __future__ import annotations
@@ -276,9 +276,9 @@ def test_the_class_gradebook_was_copied_aside_before_grading(graded):
 
 def test_the_class_is_graded_in_parallel_into_one_gradebook_and_a_summary(graded):
     """`build autograde` grades the students at once (one worker per core), and every score
-    lands in the one gradebook (the scores above) and in grades.csv."""
+    lands in the one gradebook (the scores above) and in class-grading.csv."""
     assert "at a time" in graded["log"] and "submission(s) in" in graded["log"]
-    with (graded["course"] / "grades.csv").open() as f:
+    with (graded["course"] / "class-grading.csv").open() as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     students = {s for (_, s) in graded["scores"]}
     assert set(rows) == students

@@ -1,4 +1,4 @@
-"""The Slurm array's merge: per-task gradebooks into the course's gradebook and grades.csv."""
+"""The Slurm array's merge: per-task gradebooks into the course gradebook and class-grading.csv."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def course(tmp_path) -> Path:
     return make_course(tmp_path)
 
 
-def test_two_task_gradebooks_merge_into_the_course_gradebook_and_grades_csv(course):
+def test_two_task_gradebooks_merge_into_the_course_gradebook_and_class_grading_csv(course):
     array_task(course, "ann", {"part_a": 2, "part_b": 1})
     array_task(course, "bob", {"part_a": 0, "part_b": 3})
     assert arraygrade.merge(course) == 1  # cid's task left nothing: a failure, reported
@@ -25,7 +25,7 @@ def test_two_task_gradebooks_merge_into_the_course_gradebook_and_grades_csv(cour
     with open_gradebook(course / "gradebook.db") as gb:
         assert gb.find_grade("part_b", NAME, NAME, "bob").score == 3.0
         assert gb.find_grade("part_a", NAME, NAME, "bob").score == 0.0
-    rows = {r["student"]: r for r in csv.DictReader((course / "grades.csv").open())}
+    rows = {r["student"]: r for r in csv.DictReader((course / "class-grading.csv").open())}
     assert rows["ann"]["status"] == "ok" and rows["ann"][NAME] == "3.0"
     assert rows["ann"]["max_total"] == "10.0" and rows["bob"]["total"] == "3.0"
     assert rows["cid"]["status"] == "failed" and "left no result" in rows["cid"]["note"]

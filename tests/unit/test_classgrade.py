@@ -20,7 +20,7 @@ def _outcomes():
 
 
 def test_the_summary_has_one_row_per_student_with_a_score_per_notebook(tmp_path):
-    path = tmp_path / "grades.csv"
+    path = tmp_path / "class-grading.csv"
     classgrade.write_summary(path, _outcomes(), ["01_pingpong", "02_timing"])
     rows = list(csv.DictReader(path.open()))
     assert [r["student"] for r in rows] == ["ann", "bob"]
