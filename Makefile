@@ -41,7 +41,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup system-mpi sandbox slurm kernels lab instructor validate browser test test-fast test-system-mpi lint release autograde solutions check-course report bench bench-peers link-tools link-dataset clean
+.PHONY: setup system-mpi sandbox slurm kernels lab instructor validate browser test test-fast test-system-mpi lint release autograde cohort solutions check-course report bench bench-peers link-tools link-dataset clean
 
 setup: $(STAMP) kernels
 
@@ -152,6 +152,12 @@ slurm:
 # JOBS students are graded at once (default: the cores); course/class-grading.csv sums it up.
 autograde: setup sandbox
 	cd course && $(PY) -m pingpong_lab.grader autograde $(if $(JOBS),--jobs $(JOBS))
+
+# The class at a glance (after autograde): each student's measured numbers (from the results
+# their notebooks saved into the submission) beside their written answers and the mark scheme,
+# flagged when implausible, missing or copied; COURSE/cohort/cohort.html and cohort.csv.
+cohort: setup
+	$(PY) -m pingpong_lab cohort $(COURSE)
 
 solutions: setup
 	cd course && $(PY) -m pingpong_lab.grader solutions

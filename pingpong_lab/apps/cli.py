@@ -5,6 +5,7 @@
     pingpong-lab fit results.csv [--piecewise] [--json] [--ols]
     pingpong-lab report [--np 2] [--out report] [--quick]     # measure everything, one folder
     pingpong-lab bench [--np 2] [--out bench-results]         # are our numbers fair? (peers)
+    pingpong-lab cohort course [--out course/cohort]          # the class's results and answers
     pingpong-lab --version
 
 Each command is a module of pingpong_lab.apps with `parser()` and `main(argv) -> int`, imported
@@ -22,6 +23,7 @@ COMMANDS = {
     "fit": "pingpong_lab.apps.fit",
     "report": "pingpong_lab.apps.report",
     "bench": "pingpong_lab.apps.bench",
+    "cohort": "pingpong_lab.apps.cohort",
 }
 
 
