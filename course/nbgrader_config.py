@@ -190,3 +190,7 @@ c.GenerateFeedback.preprocessors = [
     CSSHTMLHeaderPreprocessor,
     ClearMarkScheme,
 ]
+# `nbgrader export` writes grades-export.csv: one row per student, assignment and notebook with
+# autograded, manual, maximum and total points and a status (graded, needs manual grading,
+# missing, failed); see pingpong_lab/grader/export.py.
+c.ExportApp.plugin_class = "pingpong_lab.grader.export.ClassExport"
