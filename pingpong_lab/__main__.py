@@ -1,4 +1,4 @@
-"""`python -m pingpong_lab` is the `pingpong-lab` command (sweep, fit, report, bench)."""
+"""`python -m pingpong_lab` is the `pingpong-lab` command (sweep, fit, report, bench, cohort)."""
 
 import sys
 

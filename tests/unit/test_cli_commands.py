@@ -68,11 +68,17 @@ def test_the_sweep_jobs_lines_pass_through_and_no_bar_reaches_a_log(capfd):
     assert err == ""  # stderr is not a terminal here: no bar
 
 
-def test_at_a_terminal_the_sweep_jobs_lines_move_a_bar(monkeypatch, capsys):
+def test_at_a_terminal_the_sweep_jobs_events_move_a_bar(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("PINGPONG_LAB_GRADING", raising=False)
     monkeypatch.delenv("PINGPONG_LAB_PROGRESS", raising=False)
     terminal = Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    assert sweep._run_job([sys.executable, "-c", PROGRESS_JOB], None, 60) == 0
+    events = str(tmp_path / "events.jsonl")
+    job = (
+        "from pingpong_lab.mpi.measure import emit_event\n"
+        f"emit_event({events!r}, done=1, total=2); print('first size', flush=True)\n"
+        f"emit_event({events!r}, done=2, total=2); print('wrote x.csv', flush=True)\n"
+    )
+    assert sweep._run_job([sys.executable, "-c", job], None, 60, events) == 0
     assert "2/2" in terminal.getvalue()
     assert "wrote x.csv" in capsys.readouterr().out
