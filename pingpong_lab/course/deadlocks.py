@@ -121,8 +121,8 @@ def run(
     placement `bind` when given: mpi/binding.py); what happened.
 
     Returns {experiment, completed: sizes both ranks finished, stuck_at: the first size that
-    hung (None if none), error: what MPI reported (None if nothing), cpus: the CPUs each rank
-    could run on, seconds}.
+    hung (None if none), error: what MPI reported (None if nothing), cpus: the CPUs each rank that
+    reported could run on (by rank), seconds}.
     """
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; known: {', '.join(EXPERIMENTS)}")

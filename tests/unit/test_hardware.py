@@ -143,7 +143,7 @@ def test_notebook_04_has_an_ungraded_hardware_section_before_the_key_points():
     assert "make kernels" not in code  # a learner of the released notebook cannot run it
     assert "**Predict**" in "".join(s for _, s in section)
     header = cells[0][1]
-    assert "about 130 minutes" in header and "hardware floor" in header
+    assert "about 140 minutes" in header and "hardware floor" in header
 
 
 def test_the_section_hint_when_hw_floor_is_missing(tmp_path, monkeypatch, capsys):
