@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..grader import cohort
+from ..grader import cohort, cohort_pages
 
 PROG = "pingpong-lab cohort"
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc), 2)
     out = Path(args.out) if args.out else course / "cohort"
     try:
-        path = cohort.write(course, out)
+        path = cohort_pages.write(course, out)
     except OSError as exc:
         return _fail(f"could not write the pages in {out}: {exc}", 1)
     print(f"the class: {path}; one page per student in {path.parent / 'students'}")

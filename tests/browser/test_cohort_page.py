@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pingpong_lab.grader import cohort
+from pingpong_lab.grader import cohort_pages
 
 from ..unit.test_cohort import NAME_WITH_HTML, make_class
 from .lab import Lab, browser, chromium_path, screenshot
@@ -18,7 +18,7 @@ def cohort_page(tmp_path_factory):
     executable = chromium_path()
     root = tmp_path_factory.mktemp("cohort")
     course = make_class(root)
-    page = cohort.write(course, root / "out")
+    page = cohort_pages.write(course, root / "out")
     return page, executable, Lab("file://", "", root / "unused.log")  # no server: a file
 
 

@@ -16,7 +16,7 @@ import pytest
 from pingpong_lab.apps import cli
 from pingpong_lab.apps import cohort as cohort_app
 from pingpong_lab.course import handoff
-from pingpong_lab.grader import cohort
+from pingpong_lab.grader import cohort, cohort_pages
 
 GIB = 2**30
 NAME_WITH_HTML = "<b>gus"
@@ -184,7 +184,7 @@ def test_a_fit_is_implausible_outside_the_bounds(alpha, beta, plausible):
 
 
 def test_the_csv_has_every_student_and_joins_lists(course, tmp_path):
-    page = cohort.write(course, tmp_path / "out")
+    page = cohort_pages.write(course, tmp_path / "out")
     rows = list(csv.DictReader((page.parent / "cohort.csv").open()))
     assert sorted(r["student"] for r in rows) == sorted(CLASS)
     fay = next(r for r in rows if r["student"] == "fay")
@@ -194,7 +194,7 @@ def test_the_csv_has_every_student_and_joins_lists(course, tmp_path):
 
 
 def test_the_page_lists_every_student_and_escapes_what_they_wrote(course, tmp_path):
-    page = cohort.write(course, tmp_path / "out")
+    page = cohort_pages.write(course, tmp_path / "out")
     text = page.read_text()
     for student in CLASS:
         assert html.escape(student) in text
@@ -207,7 +207,7 @@ def test_the_page_lists_every_student_and_escapes_what_they_wrote(course, tmp_pa
 
 
 def test_a_students_page_shows_answers_beside_the_mark_scheme(course, tmp_path):
-    page = cohort.write(course, tmp_path / "out")
+    page = cohort_pages.write(course, tmp_path / "out")
     ann = (page.parent / "students" / "ann.html").read_text()
     assert "My alpha is 2 us: shared memory." in ann and SCHEME in ann
     assert html.escape(QUESTION) in ann and "BEGIN MARK SCHEME" not in ann
@@ -225,7 +225,7 @@ def test_a_damaged_result_or_notebook_is_reported_not_a_crash(course, tmp_path):
     (course / "submitted" / "ann" / "04_model" / "04_model.ipynb").write_text("{")
     row = _rows(course)["ann"]
     assert row["missing"] == ["04_fit"] and row["flags"][0].startswith("missing results: 04_fit")
-    page = cohort.write(course, tmp_path / "out")
+    page = cohort_pages.write(course, tmp_path / "out")
     assert "notebook unreadable" in (page.parent / "students" / "ann.html").read_text()
 
 
