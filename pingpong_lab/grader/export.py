@@ -4,20 +4,24 @@
     cd course && nbgrader export --to marks.csv      # or another file
 
 course/nbgrader_config.py makes ClassExport nbgrader's exporter. It writes one CSV row per
-student, assignment and notebook (every student of the gradebook, every assignment, also what
-was not submitted), with:
+student of the gradebook (also those who submitted nothing), with, for every notebook of every
+assignment, its points and status, then the student's totals:
 
-    student_id, last_name, first_name, email, assignment, notebook, timestamp,
-    autograded_points, manual_points, max_points, late_penalty, total, status
+    student_id, last_name, first_name, email,
+    <notebook> auto, <notebook> manual, <notebook> max, <notebook> status,   (per notebook)
+    total, max_total, status
 
-autograded_points sums the scores the autograder gave (cells no one graded by hand),
-manual_points the scores given in Formgrader (with their extra credit), total is their sum less
-the late penalty (never below 0). status is:
+"auto" sums the scores the autograder gave (cells no one graded by hand), "manual" the scores
+given in Formgrader (with their extra credit); total is the sum over notebooks less late
+penalties (never below 0 for a notebook). A notebook's status is:
 
 - "graded": every graded cell of the notebook has a score and none waits for a person;
 - "needs manual grading": some cell still needs a score by hand (Formgrader);
 - "missing": the student submitted nothing for this assignment;
 - "failed": a submission with no score at all (grading did not get through it).
+
+The student's status is the first of failed, needs manual grading, missing that any notebook
+has, else graded.
 
 Nbgrader's `--student` and `--assignment` lists restrict the rows. The file is written whole
 or not at all (runtime.atomic_write).
@@ -35,22 +39,11 @@ from nbgrader.plugins import ExportPlugin
 from .. import runtime
 
 DEFAULT_FILE = "grades-export.csv"
-COLUMNS = [
-    "student_id",
-    "last_name",
-    "first_name",
-    "email",
-    "assignment",
-    "notebook",
-    "timestamp",
-    "autograded_points",
-    "manual_points",
-    "max_points",
-    "late_penalty",
-    "total",
-    "status",
-]
+WHO = ["student_id", "last_name", "first_name", "email"]
+PER_NOTEBOOK = ["auto", "manual", "max", "status"]
+TOTALS = ["total", "max_total", "status"]
 GRADED, MANUAL, MISSING, FAILED = "graded", "needs manual grading", "missing", "failed"
+WORST_FIRST = (FAILED, MANUAL, MISSING)
 
 
 def points(grades) -> tuple[float, float]:
@@ -88,7 +81,6 @@ def notebook_row(submitted) -> dict:
         "autograded_points": _round(auto),
         "manual_points": _round(manual),
         "max_points": _round(submitted.max_score),
-        "late_penalty": _round(penalty),
         "total": _round(max(0.0, auto + manual - penalty)),
         "status": status(grades),
     }
@@ -101,7 +93,6 @@ def missing_rows(assignment) -> list[dict]:
             "autograded_points": "0",
             "manual_points": "0",
             "max_points": _round(nb.max_score),
-            "late_penalty": "0",
             "total": "0",
             "status": MISSING,
         }  # fmt: skip
@@ -109,8 +100,8 @@ def missing_rows(assignment) -> list[dict]:
     ] or [{"notebook": "", "max_points": "0", "total": "0", "status": MISSING}]
 
 
-def rows(gradebook, students=(), assignments=()) -> list[dict]:
-    """Every (student, assignment, notebook) row, students and assignments sorted."""
+def notebook_rows(gradebook, students=(), assignments=()) -> list[dict]:
+    """Every (student, assignment, notebook) with its points and status, sorted."""
     out = []
     for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
         if assignments and assignment.name not in assignments:
@@ -118,23 +109,51 @@ def rows(gradebook, students=(), assignments=()) -> list[dict]:
         for student in sorted(gradebook.students, key=lambda s: s.id):
             if students and student.id not in students:
                 continue
-            who = {"student_id": student.id, "last_name": student.last_name or "",
-                   "first_name": student.first_name or "", "email": student.email or "",
-                   "assignment": assignment.name}  # fmt: skip
+            who = {"student": student, "assignment": assignment.name}
             try:
                 submission = gradebook.find_submission(assignment.name, student.id)
             except MissingEntry:
-                out += [{**who, "timestamp": "", **r} for r in missing_rows(assignment)]
+                out += [{**who, **r} for r in missing_rows(assignment)]
                 continue
-            when = str(submission.timestamp or "")
             for nb in sorted(submission.notebooks, key=lambda n: n.name):
-                out.append({**who, "timestamp": when, **notebook_row(nb)})
+                out.append({**who, **notebook_row(nb)})
     return out
 
 
-def csv_text(table: list[dict]) -> str:
+def _label(row: dict) -> str:
+    """A notebook's column prefix: its name, with the assignment's when they differ."""
+    a, nb = row["assignment"], row["notebook"]
+    return nb if nb == a else f"{a}/{nb}" if nb else a
+
+
+def rows(gradebook, students=(), assignments=()) -> tuple[list[str], list[dict]]:
+    """(columns, one row per student): per-notebook points and status, then the totals."""
+    per_notebook = notebook_rows(gradebook, students, assignments)
+    labels = sorted({_label(r) for r in per_notebook})
+    columns = WHO + [f"{label} {k}" for label in labels for k in PER_NOTEBOOK] + TOTALS
+    table: dict[str, dict] = {}
+    for r in per_notebook:
+        s = r["student"]
+        row = table.setdefault(s.id, {"student_id": s.id, "last_name": s.last_name or "",
+                                      "first_name": s.first_name or "", "email": s.email or "",
+                                      "total": 0.0, "max_total": 0.0, "statuses": []})  # fmt: skip
+        label = _label(r)
+        row[f"{label} auto"] = r.get("autograded_points", "0")
+        row[f"{label} manual"] = r.get("manual_points", "0")
+        row[f"{label} max"], row[f"{label} status"] = r["max_points"], r["status"]
+        row["total"] += float(r["total"])
+        row["max_total"] += float(r["max_points"])
+        row["statuses"].append(r["status"])
+    for row in table.values():
+        statuses = row.pop("statuses")
+        row["status"] = next((s for s in WORST_FIRST if s in statuses), GRADED)
+        row["total"], row["max_total"] = _round(row["total"]), _round(row["max_total"])
+    return columns, [table[k] for k in sorted(table)]
+
+
+def csv_text(columns: list[str], table: list[dict]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, restval="", lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=columns, restval="", lineterminator="\n")
     writer.writeheader()
     writer.writerows(table)
     return buf.getvalue()
@@ -147,10 +166,10 @@ class ClassExport(ExportPlugin):
         dest = Path(self.to or DEFAULT_FILE)
         students = [str(s) for s in self.student]
         assignments = [str(a) for a in self.assignment]
-        table = rows(gradebook, students, assignments)
-        runtime.atomic_write(dest, csv_text(table))
+        columns, table = rows(gradebook, students, assignments)
+        runtime.atomic_write(dest, csv_text(columns, table))
         counts = {}
         for row in table:
             counts[row["status"]] = counts.get(row["status"], 0) + 1
         summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no rows"
-        self.log.info("Exported %d row(s) to %s: %s", len(table), dest, summary)
+        self.log.info("Exported %d student(s) to %s: %s", len(table), dest, summary)
