@@ -141,6 +141,22 @@ def load(path=DEFAULT_LIBRARY, check_abi: bool = True) -> ctypes.CDLL:
     return lib
 
 
+def check_args(comm, nbytes, warmup, iters, batch=1, max_batch=None) -> None:
+    """KernelError unless nbytes, warmup and iters are whole numbers >= 0, batch is a whole
+    number >= 1 (below max_batch when given) and comm has at least 2 ranks: the arguments of
+    every kernel, Python (kernels.py) or C (c_kernel)."""
+    whole = (int, np.integer)
+    if not isinstance(batch, whole) or isinstance(batch, bool) or batch < 1:
+        raise KernelError(f"batch must be a positive number of round trips, got {batch!r}")
+    if max_batch is not None and batch >= max_batch:
+        raise KernelError(f"batch must be between 1 and {max_batch - 1}, got {batch}")
+    for name, value in (("nbytes", nbytes), ("warmup", warmup), ("iters", iters)):
+        if not isinstance(value, whole) or isinstance(value, bool) or value < 0:
+            raise KernelError(f"{name} must be a non-negative integer, got {value!r}")
+    if comm.Get_size() < 2:
+        raise KernelError("a ping-pong needs at least 2 ranks; this communicator has 1")
+
+
 def c_kernel(mode: str, path=DEFAULT_LIBRARY):
     """A Python callable with the interface of kernels.py that runs the C kernel `mode`."""
     api = interface(path)
@@ -150,11 +166,8 @@ def c_kernel(mode: str, path=DEFAULT_LIBRARY):
     def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
         lib = load(path)
         fn = getattr(lib, api.kernels[mode])
+        check_args(comm, nbytes, warmup, iters, batch, max_batch=MAX_BATCH)
         samples = np.full(max(int(iters), 1), np.nan)
-        if nbytes < 0 or warmup < 0 or iters < 0:
-            raise KernelError(f"sizes and counts must be non-negative: {nbytes}, {warmup}, {iters}")
-        if not 1 <= int(batch) < MAX_BATCH:
-            raise KernelError(f"batch must be between 1 and {MAX_BATCH - 1}, got {batch}")
         flags = api.flags(shared_buffer, corrupt_echo, batch)
         rc = fn(
             comm_handle(comm),

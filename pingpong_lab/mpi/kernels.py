@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import KernelError
 from . import buffers, payload
+from .ckernels import check_args
 
 
 def tags() -> tuple[int, int]:
@@ -32,16 +33,6 @@ def tags() -> tuple[int, int]:
 
     i = interface()
     return i.tag, i.tag_ready
-
-
-def _check_args(comm, nbytes, warmup, iters, batch=1):
-    if not isinstance(batch, (int, np.integer)) or isinstance(batch, bool) or batch < 1:
-        raise KernelError(f"batch must be a positive number of round trips, got {batch!r}")
-    for name, value in (("nbytes", nbytes), ("warmup", warmup), ("iters", iters)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-            raise KernelError(f"{name} must be a non-negative integer, got {value!r}")
-    if comm.Get_size() < 2:
-        raise KernelError("a ping-pong needs at least 2 ranks; this communicator has 1")
 
 
 def _messages(comm, peer, sbuf, rbuf, nbytes, style):
@@ -185,7 +176,7 @@ def _run_pairs(
 
 def _pingpong(style):
     def kernel(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
-        _check_args(comm, nbytes, warmup, iters, batch)
+        check_args(comm, nbytes, warmup, iters, batch)
         rank = comm.Get_rank()
         peer = {0: 1, 1: 0}.get(rank)
         return _run_pairs(
@@ -204,7 +195,7 @@ pingpong_pickle = _pingpong("pickle")
 
 def pairwise(comm, nbytes, warmup, iters, shared_buffer=False, corrupt_echo=False, batch=1):
     """Every rank r < size/2 ping-pongs with r + size/2 at the same time (blocking)."""
-    _check_args(comm, nbytes, warmup, iters, batch)
+    check_args(comm, nbytes, warmup, iters, batch)
     size, rank = comm.Get_size(), comm.Get_rank()
     if size % 2:
         raise KernelError(
