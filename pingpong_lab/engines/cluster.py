@@ -58,6 +58,7 @@ HEARTBEAT_ARGS = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_
 # and watches them itself) and took 2 s to exit on SIGTERM
 NO_NANNY = ["--IPEngine.enable_nanny=False"]
 STOP_GRACE_S = 1.0  # after SIGTERM, before SIGKILL, when stop() ends the processes
+CRASH_POLL_S = 0.25  # how often a waiting run() checks that the engine processes still live
 POOL_ENV = "PINGPONG_LAB_ENGINE_POOL"  # a folder of <n>.json: engines lent by an EnginePool
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
@@ -447,7 +448,7 @@ class MPICluster:
         ar = self._view.apply_async(func, *args, **kwargs)
         name = label or getattr(func, "__name__", "the function")
         try:
-            ar.wait(deadline)
+            self._wait(ar, deadline)
             if not ar.ready():
                 self._handle_timeout(ar, name, deadline)
             results = ar.get(timeout=1)
@@ -457,6 +458,19 @@ class MPICluster:
             self._handle_remote_failure(exc, name)
         by_engine = dict(zip(self._view.targets, results))
         return [by_engine[eid] for eid in self._engine_order]
+
+    def _wait(self, ar, deadline: float) -> None:
+        """Wait for `ar` up to `deadline` seconds, and no longer once an engine process is gone:
+        a crashed rank is seen by its PID within a poll, where ipyparallel would wait for the
+        engine's missed heartbeats (15 s)."""
+        end = time.monotonic() + deadline
+        while not ar.ready():
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            ar.wait(min(CRASH_POLL_S, left))
+            if not ar.ready() and not self._engines_alive():
+                return
 
     def _engines_alive(self) -> bool:
         if self._borrowed:
