@@ -18,9 +18,6 @@ VENV ?= $(if $(filter system,$(MPI)),.venv-system,.venv)
 NP ?= 2
 PORT ?= 8888
 PYTEST_ARGS ?=
-# two workers: the class grading on one, the other tiers beside it (they mostly wait on
-# processes, so two share two cores well); TEST_WORKERS=0 runs the suite in this process
-TEST_WORKERS ?= 2
 
 ifneq ($(and $(CONDA_PREFIX),$(wildcard $(CONDA_PREFIX)/bin/mpicc)),)
   BIN := $(CONDA_PREFIX)/bin
@@ -109,7 +106,7 @@ validate: setup
 # Everything: lint, then unit, MPI, course, Slurm and browser tiers (tests/unit, mpi, course,
 # slurm, browser).
 test: setup sandbox slurm link-tools browser lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
 test-fast: setup

@@ -126,16 +126,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests under tests/mpi and tests/course carry their tier as a marker (`-m "not course"`).
-
-    For `make test`'s two workers (pytest-xdist, --dist loadgroup) every test is in a group
-    that one worker runs whole: the tests that read the graded class share one group (the class
-    is graded once, by that worker), every other module is a group of its own (its module
-    fixtures are built once)."""
+    """Tests under tests/mpi and tests/course carry their tier as a marker (`-m "not course"`)."""
     for item in items:
         tier = Path(str(item.fspath)).parent.name
         if tier in ("mpi", "course"):
             item.add_marker(tier)
-        shared = "graded_class" in getattr(item, "fixturenames", ())
-        group = "graded-class" if shared else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
