@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 from pingpong_lab.grader import arraygrade, gradebook
@@ -16,15 +20,33 @@ def open_gradebook(path: Path):
     return Gradebook("sqlite:///" + str(path))
 
 
-def make_course(root: Path, students=("ann", "bob", "cid")) -> Path:
-    """A course with one released assignment (two grade cells, one task) and submissions."""
+def make_course(root: Path, students=("ann", "bob", "cid"), new_release: bool = False) -> Path:
+    """A course with one released assignment (two grade cells, one task) and submissions; a
+    copy of one release, or with `new_release` one of its own (the same names, new ids)."""
     course = root / "course"
     (course / "source" / NAME).mkdir(parents=True)
     (course / "source" / NAME / f"{NAME}.ipynb").write_text("{}")
     (course / "nbgrader_config.py").write_text("")
     for student in students:
         (course / "submitted" / student / NAME).mkdir(parents=True)
-    with open_gradebook(course / "gradebook.db") as gb:
+    if new_release:
+        _release(course / "gradebook.db")
+    else:
+        shutil.copy(_released_gradebook(), course / "gradebook.db")
+    return course
+
+
+@functools.cache
+def _released_gradebook() -> Path:
+    """The class gradebook of the released assignment, made once per test run and copied for
+    each test (nbgrader takes seconds to create a gradebook's schema)."""
+    path = Path(tempfile.mkdtemp(prefix="pingpong-lab-gradebook-")) / "gradebook.db"
+    atexit.register(shutil.rmtree, path.parent, True)
+    return _release(path)
+
+
+def _release(path: Path) -> Path:
+    with open_gradebook(path) as gb:
         gb.add_assignment(NAME)
         gb.add_notebook(NAME, NAME)
         gb.add_grade_cell("part_a", NAME, NAME, max_score=2, cell_type="code")
@@ -32,7 +54,7 @@ def make_course(root: Path, students=("ann", "bob", "cid")) -> Path:
         gb.add_task_cell("essay", NAME, NAME, max_score=4, cell_type="markdown")
         gb.add_grade_cell("answer", NAME, NAME, max_score=1, cell_type="markdown")
         gb.add_solution_cell("answer", NAME, NAME)  # an answer graded by hand
-    return course
+    return path
 
 
 def graded_result(course: Path, student: str, scores: dict, path: Path) -> Path:

@@ -42,7 +42,7 @@ def test_merging_again_after_a_regrade_replaces_the_old_scores(course):
 
 
 def test_a_gradebook_from_another_release_is_refused_and_the_master_is_unchanged(course):
-    other = make_course(course.parent / "other")  # the same names, new ids
+    other = make_course(course.parent / "other", new_release=True)  # the same names, new ids
     array_task(other, "ann", {"part_a": 2, "part_b": 3})
     book, _ = arraygrade.task_files(other, "ann")
     with pytest.raises(gradebook.ResultRefused, match="another release"):

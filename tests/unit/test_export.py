@@ -55,9 +55,16 @@ def make_gradebook(path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def class_gradebook(tmp_path_factory) -> Path:
+    """make_gradebook once per module (nbgrader takes seconds to create one)."""
+    return make_gradebook(tmp_path_factory.mktemp("export") / "gradebook.db")
+
+
 @pytest.fixture
-def gradebook(tmp_path):
-    path = make_gradebook(tmp_path / "gradebook.db")
+def gradebook(class_gradebook, tmp_path):
+    path = tmp_path / "gradebook.db"
+    shutil.copy(class_gradebook, path)
     with open_gradebook(path) as gb:
         yield gb
 
