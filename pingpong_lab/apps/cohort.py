@@ -20,21 +20,13 @@ import sys
 from pathlib import Path
 
 from ..grader import cohort, cohort_pages
+from .usage import OneLineParser, UsageError
 
 PROG = "pingpong-lab cohort"
 
 
-class _UsageError(Exception):
-    """A command-line or input error, reported as one line with exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line instead of usage + message, no SystemExit
-        raise _UsageError(message)
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Each student's measured numbers beside their written answers, with flags "
         "(implausible fits, missing results, copied samples), as HTML and CSV.",
@@ -56,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser().parse_args(argv)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    except _UsageError as exc:
+    except UsageError as exc:
         return _fail(str(exc), 2)
     course = Path(args.course)
     try:

@@ -36,21 +36,13 @@ from ..analysis.formatting import format_number
 from ..data import results
 from ..data.jsonable import jsonable
 from ..data.schema import COL
+from .usage import OneLineParser, UsageError
 
 PROG = "pingpong-lab fit"
 
 
-class _UsageError(Exception):
-    """A command-line or input error, reported as one line with exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line instead of usage + message, no SystemExit
-        raise _UsageError(message)
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Fit the latency-bandwidth model T(b) = alpha + beta*b to a sweep CSV.",
     )
@@ -233,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             result, fit = run(args)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    except (_UsageError, ValueError, OSError) as exc:
+    except (UsageError, ValueError, OSError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{PROG}: error: {msg}", file=sys.stderr)
         return 2

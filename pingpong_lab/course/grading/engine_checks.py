@@ -26,18 +26,23 @@ from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S, nbytes_text
 from .trace import check_exchange
 
 
-def _pingpong_on_engine(package, nbytes, iters):
-    """Engine side: run a learner's fn(comm, sendbuf, recvbuf) `iters` times, check the echo."""
+def _on_engine(package, nbytes):
+    """Engine side: the learner's function, COMM_WORLD, this rank, the payload's base pattern
+    and zeroed send and receive buffers of nbytes."""
     from mpi4py import MPI
 
     from pingpong_lab.mpi import payload
 
-    fn = unship(package)
     comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
-    base = payload.base(nbytes)
-    sendbuf = np.zeros(nbytes, np.uint8)
-    recvbuf = np.zeros(nbytes, np.uint8)
+    zeros = np.zeros(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
+    return unship(package), comm, comm.Get_rank(), payload.base(nbytes), *zeros
+
+
+def _pingpong_on_engine(package, nbytes, iters):
+    """Engine side: run a learner's fn(comm, sendbuf, recvbuf) `iters` times, check the echo."""
+    from pingpong_lab.mpi import payload
+
+    fn, comm, rank, base, sendbuf, recvbuf = _on_engine(package, nbytes)
     corrupt, detail = 0, None
     comm.Barrier()
     for i in range(iters):
@@ -74,16 +79,9 @@ def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIME
 def _safe_exchange_on_engine(package, nbytes):
     """Engine side: ranks 0 and 1 swap patterned buffers with a learner's fn(comm, sendbuf,
     recvbuf); every rank calls it. Returns what arrived, as {rank, ok, detail}."""
-    from mpi4py import MPI
-
     from pingpong_lab.mpi import payload
 
-    fn = unship(package)
-    comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
-    base = payload.base(nbytes)
-    sendbuf = np.zeros(nbytes, np.uint8)
-    recvbuf = np.zeros(nbytes, np.uint8)
+    fn, comm, rank, base, sendbuf, recvbuf = _on_engine(package, nbytes)
     if rank < 2:
         payload.fill(sendbuf, base, 1 + rank)  # each rank's own pattern
     comm.Barrier()
