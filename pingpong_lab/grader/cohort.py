@@ -63,7 +63,7 @@ COLUMNS = [
 PROVENANCE = ("_saved", "_host", "_cpu", "_cores", "_mpi", "_sha256")
 
 
-def _check_course(course) -> Path:
+def check_course(course) -> Path:
     course = Path(course)
     if not course.is_dir():
         raise FileNotFoundError(f"{course}: no such course folder (the folder of nbgrader_config)")
@@ -77,7 +77,7 @@ def _check_course(course) -> Path:
 
 def students(course: Path) -> list[str]:
     """The students with a folder in course/submitted/, sorted."""
-    folder = _check_course(course) / "submitted"
+    folder = check_course(course) / "submitted"
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
@@ -201,7 +201,7 @@ def _flag_copies(rows: list[dict], found: dict[str, dict]) -> None:
 
 def collect_with_results(course) -> tuple[list[dict], dict[str, dict]]:
     """The rows of `collect` and every student's results as read ({student: {name: values}})."""
-    course = _check_course(course)
+    course = check_course(course)
     rows, found = [], {}
     for student in students(course):
         row, found[student] = _row(course, student)
@@ -218,7 +218,7 @@ def collect(course) -> list[dict]:
 # ---- the CSV ----
 
 
-def _cell(value) -> str:
+def cell_text(value) -> str:
     if value is None:
         return ""
     if isinstance(value, list):
@@ -233,5 +233,5 @@ def csv_text(rows: list[dict]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in COLUMNS])
+        writer.writerow([cell_text(row.get(c)) for c in COLUMNS])
     return out.getvalue()

@@ -24,9 +24,9 @@ from .cohort import (
     COLUMNS,
     PROVENANCE,
     RESULTS,
-    _cell,
-    _check_course,
     arrays_of,
+    cell_text,
+    check_course,
     collect_with_results,
     csv_text,
 )
@@ -107,7 +107,7 @@ def page(title: str, body: str) -> str:
 def _shown(value) -> str:
     if value is None or value == []:
         return "<span class='missing'>missing</span>"
-    return html.escape(_cell(value))
+    return html.escape(cell_text(value))
 
 
 def student_href(student: str) -> str:
@@ -319,7 +319,7 @@ def student_page(course: Path, row: dict, results: dict, cache: dict) -> str:
 def write(course, out_dir=None) -> Path:
     """Write cohort.csv, cohort.html and students/<student>.html into `out_dir` (default
     course/cohort/); return the path of cohort.html."""
-    course = _check_course(course)
+    course = check_course(course)
     out = Path(out_dir) if out_dir is not None else course / "cohort"
     rows, found = collect_with_results(course)
     (out / "students").mkdir(parents=True, exist_ok=True)
