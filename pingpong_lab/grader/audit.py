@@ -60,9 +60,10 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import functools
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..course.cells import is_c_cell, is_locked, is_test
 
@@ -199,16 +200,106 @@ class Finding:
     line: int
     code: str
     why: str
+    # the kernel would run this cell in a way the audit cannot read (not Python after IPython's
+    # transformations, or Python inside a magic's line): grading does not run it at all
+    unreadable: bool = False
 
     def __str__(self) -> str:
         return f"cell {self.cell}, line {self.line}: `{self.code}` {self.why}"
 
 
 def to_python(source: str) -> str:
-    """A cell's source as plain Python (IPython's magics and `!cmd` turned into calls)."""
+    """A cell's source as the Python the kernel runs: IPython's input transformations (magics,
+    `!cmd`, `name?` turned into calls), as in a kernel started with automagic off (grading and
+    the student lab start theirs so: KERNEL_ARGS)."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     return TransformerManager().transform_cell(source)
+
+
+# How every kernel of the course is started (grading, Validate, the student lab): with
+# automagic on, IPython runs a one-line cell whose first word names a magic (`time ...`,
+# `env`, `autocall`) as that magic, depending on the names the kernel holds at that moment;
+# off, a cell runs as the Python that to_python gives, which is what the audit reads. No history
+# database is written either (nothing of one kernel is kept for the next).
+KERNEL_ARGS = ("--InteractiveShell.automagic=False", "--HistoryManager.enabled=False")
+# `%%writefile <name>`: IPython evaluates `{expr}` and `$name` in a magic's line as Python
+MAGIC_LINE_EXPANSION = re.compile(r"[{}$]")
+
+
+@functools.cache
+def line_magic_names() -> frozenset[str]:
+    """The line magics (and shell aliases) of an IPython kernel: IPython's and ipykernel's."""
+    from IPython.core import magics
+    from IPython.core.alias import default_aliases
+    from IPython.core.magic import Magics
+
+    names = {alias for alias, _ in default_aliases()}
+    classes = [getattr(magics, n) for n in dir(magics)]
+    try:
+        from ipykernel.zmqshell import KernelMagics
+
+        classes.append(KernelMagics)
+    except ImportError:  # pragma: no cover - ipykernel comes with the course
+        pass
+    for cls in classes:
+        if isinstance(cls, type) and issubclass(cls, Magics) and hasattr(cls, "magics"):
+            names |= set(cls.magics.get("line", {}))
+    return frozenset(names)
+
+
+def unreadable(source: str) -> Finding | None:
+    """Why the kernel would run this cell in a way the audit cannot read, or None.
+
+    A cell that is not Python after IPython's transformations is not run by the kernel either
+    when automagic is off (a SyntaxError), but grading does not rely on how the kernel was
+    started: it never sends such a cell. The first line of a `%%writefile` cell is evaluated
+    by IPython where it holds `{...}` or `$name`."""
+    stripped = source.lstrip("\n")
+    first = stripped.split("\n", 1)[0]
+    offset = len(source) - len(stripped)
+    line = source[:offset].count("\n") + 1
+    if first.lstrip().startswith("%") and MAGIC_LINE_EXPANSION.search(first):
+        return Finding(
+            0,
+            line,
+            first.strip()[:80],
+            "has `{...}` or `$` in a magic's line, which IPython evaluates as Python before the "
+            "magic runs: write the file name as it is (`%%writefile bench.c`)",
+            unreadable=True,
+        )
+    if is_c_cell(source) or not source.strip():
+        return None
+    try:
+        ast.parse(to_python(source))
+    except SyntaxError as exc:
+        where = exc.lineno or 1
+        lines = source.splitlines()
+        code = lines[where - 1].strip() if 0 < where <= len(lines) else ""
+        return Finding(
+            0,
+            where,
+            code[:80],
+            f"is not Python the grader can read ({exc.msg}), so this cell was not run: fix the "
+            "line (a magic is written with its `%`: `%time f(x)`, not `time f(x)`)",
+            unreadable=True,
+        )
+    return None
+
+
+def automagic_line(source: str, bound: set[str]) -> str | None:
+    """The magic a one-line cell would run if the kernel had automagic on (`env`, `autocall`,
+    `time f()`), unless its first word is a name the notebook binds; else None."""
+    lines = [line for line in source.strip().splitlines() if line.strip()]
+    if len(lines) != 1:
+        return None
+    match = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)(?:\s|$)", lines[0])
+    if not match or match.group(1) in bound or match.group(1) not in line_magic_names():
+        return None
+    rest = lines[0][match.end() :].lstrip()
+    if rest[:1] in ("=", "(", "[", ".", ",") or rest[:2] in ("+=", "-=", "*=", "/="):
+        return None  # Python: `time = 3`, `time(...)`: IPython's automagic leaves it alone
+    return match.group(1)
 
 
 def bindings(tree: ast.AST) -> dict[str, str | None]:
@@ -488,6 +579,18 @@ class Notebook:
 
     def audit(self, index: int, source: str) -> list[Finding]:
         """Findings in one learner cell; what it binds is remembered for the next cells."""
+        refused = unreadable(source)
+        if refused is not None:
+            return [replace(refused, cell=index)]
+        magic = automagic_line(source, {*self.course, *self.learner, *dir(builtins)})
+        if magic is not None:
+            number, line = next((n, t) for n, t in enumerate(source.splitlines(), 1) if t.strip())
+            why = (
+                f"would run IPython's `%{magic}` magic in a kernel with automagic on: write "
+                "plain Python, or the magics the course uses (%matplotlib, %time, %timeit) "
+                "with their `%`"
+            )
+            return [Finding(index, number, line.strip()[:80], why)]
         tree = parse(source)
         if tree is None:
             return []

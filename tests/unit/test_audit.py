@@ -202,6 +202,17 @@ CHEATS = {
     "delattr": "delattr(grading, 'quiet')",
     "user namespace": "get_ipython().user_ns['grading'] = None",
     "a python file written by a magic": "%%writefile sitecustomize.py\nimport os",
+    # IPython, not Python: what the kernel would run is not what the text reads as
+    "an automagic line whose Python the audit cannot parse": (
+        "time get_ipython().input_transformers_post.append(lambda lines: ['pass'])"
+    ),
+    "a shell alias by automagic": "sx ls",
+    "a one-word automagic that turns on autocall": "autocall",
+    "a one-word automagic that floods the namespace": "pylab",
+    "a one-word automagic that prints the environment": "env",
+    "an expression in a C cell's file name": "%%writefile {grading.__dict__.clear()}.c\nint x;",
+    "a variable in a C cell's file name": "%%writefile $name.c\nint x;",
+    "a magic that re-enables automagic": "%config InteractiveShell.automagic = True",
     "code inside %time": "%time grading.check_pingpong = print",
     "code inside %%timeit": "%%timeit -n 1\ngrading.quiet = print",
     "a backend by path": "%matplotlib module://evil",
@@ -266,7 +277,6 @@ FINE = {
     ),
     "arrays": "import numpy as np\nx = np.zeros(4)\nx[0] = 1.0\nx[1:] += 2",
     "use the checks": "grading.check_pingpong(pingpong, size=2, nbytes=8)",
-    "syntax error": "def broken(:\n    pass",
     "a variable named like a builtin no test reads": "sum_ = 1\nmax_rank = 3",
     # a local dict that shares its name with a course helper (05's contention_summary)
     "values computed with numpy": (
@@ -419,6 +429,40 @@ def test_every_corpus_submission_passes_the_audit(case):
     solution = ROOT / "solutions" / name / f"{name}.ipynb"
     nb = nbformat.reads(json.dumps(corpus_case(student, name, solution)), as_version=4)
     assert audit.audit_notebook(nb.cells) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["def broken(:\n    pass", "time grading.check_pingpong = print", "%%writefile x{1}.c\nint x;"],
+)
+def test_a_cell_the_audit_cannot_read_is_refused_as_unreadable(source):
+    """Grading never sends such a cell to the kernel (CrashTolerantExecute), so it costs only
+    what it should have defined; its finding says so and names the line."""
+    found = _found(source)
+    assert len(found) == 1 and found[0].unreadable, found
+    assert found[0].line == 1 and found[0].code in source
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import time\ntime.sleep(0)",  # a module named like a magic, used as Python
+        "time = 3",
+        "who = [1, 2]\nwho",
+        "%time x = sum(range(10))",
+        "%%writefile bench.c\nint x;",
+        "%%writefile -a util.h\nint y;",
+    ],
+)
+def test_python_and_magics_named_like_magics_are_readable(source):
+    assert _found(source) == []
+
+
+def test_the_audit_reads_what_a_kernel_with_automagic_off_runs():
+    """Every kernel of the course starts with automagic off, so a one-line cell runs as the
+    Python the audit reads; the magic names the audit knows are the kernel's."""
+    assert "--InteractiveShell.automagic=False" in audit.KERNEL_ARGS
+    assert {"time", "env", "autocall", "pylab", "sx", "ls", "config"} <= audit.line_magic_names()
 
 
 def test_a_refusal_names_the_line_what_and_what_to_do_instead():
