@@ -87,6 +87,20 @@ or `.h`) and writes a C stub there: a `/* YOUR CODE HERE */` comment and
 `return NOT_IMPLEMENTED;`. So the released C compiles (every C solution region sits in a
 function returning int, and the cell defines NOT_IMPLEMENTED), and the tests then fail with a
 readable "not implemented yet" message.
+
+Learners' HTML
+--------------
+The feedback pages and Formgrader's manual-grading view are HTML made from the graded notebook
+by nbconvert's HTMLExporter, and a learner writes part of that notebook: markdown answers (which
+may hold raw HTML and links), the outputs of their code, raw cells. The HTMLExporter lines below
+make all of it inert, in both (Formgrader builds its exporter from this file too, when the lab is
+started in course/ as `make instructor` does): `sanitize_html` drops JavaScript and widget
+outputs and cleans HTML outputs and raw cells, and two filters of pingpong_lab.grader.sanitise
+clean the HTML of every markdown cell after it is rendered (nbgrader's templates would show it
+as written) with a bleach allow-list. Tables, math, images (data: URIs), code, links to
+http(s), <details>, <sub> and the like still show; a script, an event handler, a javascript:
+URL, an iframe or a <style> shows as escaped text or not at all. Headings lose their anchor ids
+(an id could take the score box of a grade cell in Formgrader), so no anchor links are drawn.
 """
 
 import os
@@ -190,6 +204,13 @@ c.GenerateFeedback.preprocessors = [
     CSSHTMLHeaderPreprocessor,
     ClearMarkScheme,
 ]
+# What learners wrote is shown inert, in the feedback and in Formgrader (see above).
+c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.exclude_anchor_links = True
+c.HTMLExporter.filters = {
+    "markdown2html": "pingpong_lab.grader.sanitise.SanitisedMarkdown",
+    "clean_html": "pingpong_lab.grader.sanitise.clean_html",
+}
 # `nbgrader export` writes grades-export.csv: one row per student, assignment and notebook with
 # autograded, manual, maximum and total points and a status (graded, needs manual grading,
 # missing, failed); see pingpong_lab/grader/export.py.
