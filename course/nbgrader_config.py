@@ -50,8 +50,13 @@ process, the OOM killer) aborts the notebook and every part scores 0. Instead:
   (~1 s) plus the cells above: 8-14 s in 01_pingpong, where they start the MPI engines.
 - a cell that raises MemoryError (see Limits) is treated the same way after its own error:
   what it allocated may still be held by its variables and would starve the cells below;
-- a cell is never run again after it killed a kernel or ran out of memory, so a notebook has
-  at most one restart per code cell: no endless loop.
+- a cell that runs past the per-cell timeout is interrupted; a kernel that has not answered
+  within CrashTolerantExecute.interrupt_grace (5 s; a cell that ignores SIGINT, a loop in C,
+  any confined kernel) is killed with every process it started and replaced as after a death.
+  The cell gets a CellTimeoutError output that says which; the cells after it are graded.
+  (With plain Execute, a kernel that does not answer the interrupt fails the whole notebook.)
+- a cell is never run again after it killed a kernel, ran out of memory or ran past its
+  timeout, so a notebook has at most one restart per code cell: no endless loop.
 The death is blamed on the cell that was running when the kernel was found dead (a thread that
 an earlier cell left behind could kill the kernel later; that cell would then be blamed).
 sys.exit() in a cell is caught by IPython (SystemExit: the cell fails, the kernel lives); exit()

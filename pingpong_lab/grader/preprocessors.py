@@ -9,11 +9,14 @@ import re
 import shutil
 import signal
 import sys
+from queue import Empty
 from time import monotonic
 
 import nbformat
+import psutil
 from jupyter_client.manager import AsyncKernelManager
-from nbclient.exceptions import DeadKernelError
+from jupyter_client.utils import ensure_async
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
 from traitlets import Bool, Dict, Integer, List, Unicode
@@ -176,6 +179,7 @@ class AuditSubmission(NbGraderPreprocessor):
 # -- grading that survives a crash ------------------------------------------------------------
 KERNEL_DIED = "KernelDiedError"
 NOTEBOOK_TIMEOUT = "NotebookTimeoutError"
+CELL_TIMEOUT = "CellTimeoutError"
 
 # Run as `python -c SET_DATA_LIMIT_AND_EXEC <MiB> <kernel command...>`: the kernel process, and
 # every process it starts (MPI engines included), may allocate at most <MiB> of private memory.
@@ -190,7 +194,7 @@ def cells_to_replay(cells, crashed_at: int, skip) -> list[int]:
     """Indexes of the code cells above `crashed_at` that a fresh kernel runs again.
 
     All of them (a test cell may define names that later cells use) except those in `skip`:
-    the cells that killed a kernel or ran out of memory.
+    the cells that killed a kernel, ran out of memory or ran past their time limit.
     """
     return [
         i
@@ -229,6 +233,80 @@ def kernel_died_output(status):
         "are lost, and so are those of tests that need what it should have defined. The cells "
         "after it were run in a fresh kernel (the cells above it were run there again first).",
     )
+
+
+def cell_timeout_message(limit, ended: bool, time_up: bool = False, cut: bool = False) -> str:
+    """What a cell stopped at its time limit says.
+
+    limit: its limit in seconds (None: its reply came but its output never ended); ended: the
+    kernel did not answer the interrupt and was killed (the cells after it ran in a fresh one);
+    time_up: the notebook's time was up (the cells after it did not run); cut: the notebook's
+    deadline made the limit shorter than the cell timeout.
+    """
+    if limit is None:
+        said = "this cell's output did not end after its reply: the kernel was killed"
+    else:
+        left = ", what was left of the notebook's time" if cut else ""
+        said = f"this cell ran past its time limit ({limit:g} s{left}) and was stopped"
+        said += ": the kernel did not answer the interrupt and was killed" if ended else ""
+    said += " with every process it had started" if ended else " by an interrupt"
+    said += (
+        ". Its points are lost, and so are those of tests that need what it should have "
+        "defined; it is not run again."
+    )
+    if time_up:
+        return said + " The notebook's time was up: the cells after it were not run."
+    if ended:
+        return said + (
+            " The cells after it were run in a fresh kernel (the cells above it were run there "
+            "again first)."
+        )
+    return said + " The cells after it ran in the same kernel."
+
+
+def cell_timeout_output(limit, ended: bool, time_up: bool = False, cut: bool = False):
+    return error_output(CELL_TIMEOUT, cell_timeout_message(limit, ended, time_up, cut))
+
+
+def end_process_tree(process, pgid: int | None, wait_s: float = 3.0) -> None:
+    """Kill a kernel at once: every process of its group (pgid), and every process it started
+    that is still its descendant (one that left the group, as with setsid, too).
+
+    Never our own group (a kernel started without a session of its own shares it)."""
+    procs = []
+    if process is not None and process.poll() is None:
+        try:
+            leader = psutil.Process(process.pid)
+            procs = [leader, *leader.children(recursive=True)]
+        except psutil.Error:
+            procs = []
+    if pgid and pgid != os.getpgrp():
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass  # the group is empty already
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    # until each has ended (a zombie has: whoever adopted it reaps it, or not, when it will)
+    until = monotonic() + wait_s
+    while procs and monotonic() < until:
+        procs = [p for p in procs if _running(p)]
+        if procs:
+            psutil.wait_procs(procs, timeout=0.1)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class KernelStuck(Exception):
+    """The kernel did not answer the interrupt sent after a cell ran past its time limit."""
 
 
 RESTARTED_AFTER_MEMORY_ERROR = (
@@ -348,6 +426,13 @@ class CrashTolerantExecute(Execute):
     cell. A kernel death while the cells above are run again puts that cell on the skip list
     too, and the replay starts over in another fresh kernel.
 
+    A cell that runs past its timeout costs only itself too: the kernel is interrupted; when it
+    does not answer within interrupt_grace seconds (a cell that ignores SIGINT, an endless loop
+    in C, a confined kernel that the interrupt cannot reach), it is killed with every process of
+    its group and every process it started, and restarted as after a death (killed at once,
+    without an interrupt, when interrupt_on_timeout is off). The cell gets a CellTimeoutError
+    output saying which, and it is never run again either.
+
     notebook_timeout bounds the whole notebook, restarts included: each cell's timeout is cut to
     the time left, and the cells after the deadline are not run (NotebookTimeoutError).
 
@@ -365,6 +450,12 @@ class CrashTolerantExecute(Execute):
         900, help="Seconds for executing one whole notebook, restarts included (0: no limit)"
     ).tag(config=True)
 
+    interrupt_grace = Integer(
+        5,
+        help="Seconds a kernel has to answer the interrupt sent when a cell runs past its "
+        "timeout; then it is killed (with every process it started) and restarted",
+    ).tag(config=True)
+
     confine = Bool(
         True,
         help="Start kernels and engines with the course folder read-only, except the student's "
@@ -376,6 +467,7 @@ class CrashTolerantExecute(Execute):
         super().__init__(*args, **kwargs)
         self._deadline = None
         self._skip: set[int] = set()  # cells never run again
+        self._ran_over = None  # the time limit of the cell that ran past it (set while it runs)
 
     def preprocess(self, nb, resources=None, km=None):
         self._skip = set()
@@ -437,6 +529,7 @@ class CrashTolerantExecute(Execute):
                 )
             ]
             return cell, self.resources
+        self._ran_over = None
         try:
             super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -445,6 +538,22 @@ class CrashTolerantExecute(Execute):
             cell.outputs.append(kernel_died_output(status))
             self._skip.add(index)
             self._restart_and_replay(index)
+            return cell, self.resources
+        except (KernelStuck, CellTimeoutError):
+            # KernelStuck: no answer to the interrupt; nbclient's CellTimeoutError: the reply
+            # came but the output never ended (the kernel is busy again, or gone)
+            self.log.warning("cell %d ran past its time: killing the kernel", index)
+            self._kill_kernel()
+            self._skip.add(index)
+            cell.outputs.append(self._timeout_output(cell, ended=True))
+            if not self._time_up():  # else no cell runs any more: no kernel needed
+                self._restart_and_replay(index)
+            return cell, self.resources
+        if self._ran_over is not None:
+            # the kernel answered the interrupt: it goes on, without this cell ever again
+            self._skip.add(index)
+            cell.outputs = [o for o in cell.outputs if o.get("ename") != CELL_TIMEOUT]
+            cell.outputs.append(self._timeout_output(cell, ended=False))
             return cell, self.resources
         if any(out.get("ename") == "MemoryError" for out in cell.outputs):
             # what the cell allocated may still be held by its variables, starving the cells
@@ -461,10 +570,60 @@ class CrashTolerantExecute(Execute):
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
         return process.poll() if process is not None else None
 
+    def _time_up(self) -> bool:
+        left = self._time_left()
+        return left is not None and left <= 0
+
+    def _timeout_output(self, cell, ended: bool):
+        limit = self._ran_over
+        cut = limit is not None and limit < (super()._get_timeout(cell) or math.inf)
+        return cell_timeout_output(limit, ended, self._time_up(), cut)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """A cell ran past its timeout (nbclient calls this): interrupt the kernel, and give it
+        interrupt_grace seconds to answer. Returns the reply that ends the cell when it did;
+        raises KernelStuck when it did not (preprocess_cell then kills it)."""
+        if cell is None:  # not a cell (the kernel's info at the start): nbclient's way
+            return await super()._async_handle_timeout(timeout, cell)
+        self._ran_over = timeout
+        self.log.error("a cell ran past its %s s: interrupting the kernel", timeout)
+        if not (self.interrupt_on_timeout and await self._async_interrupted()):
+            raise KernelStuck(f"no answer to the interrupt within {self.interrupt_grace} s")
+        content = {"status": "error", "ename": CELL_TIMEOUT, "evalue": "", "traceback": []}
+        return {"content": content}  # its output is written by preprocess_cell
+
+    async def _async_interrupted(self) -> bool:
+        """Interrupt the kernel; True when its reply to the running cell came within
+        interrupt_grace seconds (the reply is taken here, so that none is left for later)."""
+        try:
+            await ensure_async(self.km.interrupt_kernel())
+        except Exception as exc:  # a kernel that cannot be interrupted is killed instead
+            self.log.warning("cannot interrupt the kernel: %s", exc)
+            return False
+        deadline = monotonic() + self.interrupt_grace
+        while (left := deadline - monotonic()) > 0:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=min(left, 0.5)))
+            except Empty:
+                if not await ensure_async(self.km.is_alive()):
+                    return False  # the interrupt ended it (or its confinement)
+                continue
+            if msg.get("msg_type") == "execute_reply":
+                return True
+        return False
+
+    def _kill_kernel(self) -> None:
+        """End the kernel now, with every process of its group and every process it started."""
+        provisioner = getattr(self.km, "provisioner", None)
+        process = getattr(provisioner, "process", None)
+        end_process_tree(process, getattr(provisioner, "pgid", None))
+
     def _restart_and_replay(self, crashed_at: int) -> None:
         """Replace the kernel by a fresh one that has run the cells above crashed_at again."""
         started = monotonic()
         while True:
+            if self._kernel_exit_status() is not None:
+                self._kill_kernel()  # what the dead kernel left running in its group
             self._cleanup_kernel()  # the dead kernel's connection file and ports
             self._engines_ready()  # engines still busy with the dead kernel's work: replaced
             self.km = self.create_kernel_manager()
@@ -473,14 +632,14 @@ class CrashTolerantExecute(Execute):
             died_in = self._replay_cells_above(crashed_at)
             if died_in is None:
                 break
-            self.log.warning("the kernel died again, re-running cell %d: skipping it", died_in)
+            self.log.warning("the kernel died or hung again in cell %d: skipping it", died_in)
             self._skip.add(died_in)
         self.log.info("fresh kernel ready in %.1f s", monotonic() - started)
 
     def _replay_cells_above(self, crashed_at: int) -> int | None:
         """Run the cells above crashed_at again, keeping their first outputs.
 
-        Returns the index of the cell the kernel died in, or None.
+        Returns the index of the cell the kernel died in (or stopped answering in), or None.
         """
         for index in cells_to_replay(self.nb.cells, crashed_at, self._skip):
             left = self._time_left()
@@ -491,6 +650,9 @@ class CrashTolerantExecute(Execute):
             try:
                 self.execute_cell(cell, index, store_history=True)
             except DeadKernelError:
+                return index
+            except (KernelStuck, CellTimeoutError):
+                self._kill_kernel()
                 return index
             finally:
                 cell.outputs, cell.execution_count = kept

@@ -5,13 +5,16 @@ from __future__ import annotations
 import signal
 
 import nbformat
+import psutil
 import pytest
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import Execute, SaveAutoGrades
+from nbgrader.utils import determine_grade
 from traitlets.config import Config
 
-from pingpong_lab.grader import preprocessors
+from pingpong_lab.grader import preprocessors, sandbox
 from pingpong_lab.grader.preprocessors import (
+    CELL_TIMEOUT,
     KERNEL_DIED,
     NOTEBOOK_TIMEOUT,
     CrashTolerantExecute,
@@ -23,7 +26,9 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _run(tmp_path, *sources, **traits):
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    """Run code cells (a source, or a cell made by _test) in a CrashTolerantExecute."""
+    cells = [s if isinstance(s, dict) else nbformat.v4.new_code_cell(s) for s in sources]
+    nb = nbformat.v4.new_notebook(cells=cells)
     traits.setdefault("timeout", 30)
     CrashTolerantExecute(**traits).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     return nb.cells
@@ -86,6 +91,8 @@ def test_a_notebook_where_every_cell_kills_the_kernel_ends(tmp_path):
 def test_cells_after_the_notebook_deadline_are_not_run(tmp_path):
     cells = _run(tmp_path, "import time\ntime.sleep(30)", "print('late')", notebook_timeout=3)
     assert "CellTimeoutError" in _errors(cells[0])  # cut to the time left, not 30 s
+    message = _timeout_message(cells[0])
+    assert "by an interrupt" in message and "the cells after it were not run" in message
     assert _errors(cells[1]) == [NOTEBOOK_TIMEOUT] and not _stdout(cells[1])
 
 
@@ -186,3 +193,168 @@ def test_grading_in_this_process_leaves_its_environment_as_it_was(tmp_path, monk
     pool, grading_mode = _stdout(nb.cells[0]).split()
     assert pool != "no pool" and grading_mode == "1"
     assert dict(os.environ) == before
+
+
+# -- a cell past its time limit ---------------------------------------------------------------
+# small limits: a cell times out after 2 s, and a kernel that does not answer the interrupt
+# within 1 s is killed
+FAST = {"timeout": 2, "interrupt_grace": 1}
+
+PID = "import os, psutil\nprint(os.getpid(), psutil.Process().create_time())"
+IGNORES_SIGINT = (
+    "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+)
+
+
+def _child_and_endless_loop(marker: str = "child", report: bool = True) -> str:
+    """A cell that starts a child that ignores SIGINT too (`marker` ends its command line),
+    prints its pid and start time (with report: where its pids are this process's), then loops
+    ignoring SIGINT itself."""
+    ignores = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(300)"
+    source = (
+        "import subprocess, sys\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {ignores!r}, {marker!r}])\n"
+    )
+    if report:
+        source += "print(child.pid, psutil.Process(child.pid).create_time(), flush=True)\n"
+    return source + IGNORES_SIGINT
+
+
+def _test(source: str, gid: str):
+    """A test cell of nbgrader worth one point."""
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 1, "grade_id": gid}
+    return cell
+
+
+def _score(cell) -> float:
+    return determine_grade(cell)[0]
+
+
+def _process(line: str) -> tuple[int, float]:
+    pid, started = line.split()
+    return int(pid), float(started)
+
+
+def _still_running(pid: int, started: float) -> bool:
+    """Whether that process (that pid started then, not a later one) still runs; a zombie is
+    over (its adopter may not reap it here)."""
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _timeout_message(cell) -> str:
+    (message,) = [o["evalue"] for o in cell.outputs if o.get("ename") == CELL_TIMEOUT]
+    return message
+
+
+def test_an_endless_loop_is_interrupted_and_costs_only_its_cell(tmp_path):
+    cells = _run(
+        tmp_path,
+        "x = 41\n" + PID,
+        _test("while True:\n    pass", "loop"),
+        _test(PID + "\nassert x + 1 == 42", "after"),
+        **FAST,
+    )
+    assert "KeyboardInterrupt" in _errors(cells[1]) and _score(cells[1]) == 0
+    message = _timeout_message(cells[1])
+    assert "ran past its time limit (2 s)" in message and "by an interrupt" in message
+    assert "same kernel" in message
+    assert not _errors(cells[2]) and _score(cells[2]) == 1
+    assert _stdout(cells[2]) == _stdout(cells[0])  # the kernel answered: no restart
+
+
+def test_a_cell_that_ignores_the_interrupt_is_killed_with_its_processes(tmp_path):
+    (tmp_path / "runs.txt").write_text("")
+    counted = "with open('runs.txt', 'a') as f:\n    f.write('x')\n"
+    cells = _run(
+        tmp_path,
+        "x = 41\n" + PID,
+        _test(counted + _child_and_endless_loop(), "stuck"),
+        _test(PID + "\nassert x + 1 == 42", "after"),
+        "import os\nos._exit(0)",  # a restart after it: the stuck cell is not run again
+        _test("assert x == 41", "last"),
+        **FAST,
+    )
+    old_kernel, child = _process(_stdout(cells[0])), _process(_stdout(cells[1]))
+    assert not _still_running(*old_kernel) and not _still_running(*child)
+    assert _errors(cells[1]) == [CELL_TIMEOUT] and _score(cells[1]) == 0
+    message = _timeout_message(cells[1])
+    assert "did not answer the interrupt" in message and "fresh kernel" in message
+    assert not _errors(cells[2]) and _score(cells[2]) == 1  # the set-up was run again
+    assert _process(_stdout(cells[2])) != old_kernel
+    assert _errors(cells[3]) == [KERNEL_DIED] and _score(cells[4]) == 1
+    assert (tmp_path / "runs.txt").read_text() == "x"
+
+
+def test_an_endless_loop_in_c_is_killed(tmp_path):
+    # deque consumes the endless iterator in C, never looking at signals
+    c_loop = "import collections, itertools\ncollections.deque(itertools.repeat(0), maxlen=0)"
+    cells = _run(tmp_path, PID, _test(c_loop, "c"), _test("print('graded')", "after"), **FAST)
+    assert not _still_running(*_process(_stdout(cells[0])))
+    assert _errors(cells[1]) == [CELL_TIMEOUT] and _score(cells[1]) == 0
+    assert _stdout(cells[2]) == "graded\n" and _score(cells[2]) == 1
+
+
+class _Watched(CrashTolerantExecute):
+    """Notes each kernel's processes as this process sees them (a confined kernel may run in a
+    pid namespace of its own, where its pids mean nothing here), before each cell."""
+
+    def preprocess_cell(self, cell, resources, index):
+        process = getattr(getattr(self.km, "provisioner", None), "process", None)
+        if process is not None and process.poll() is None:
+            leader = psutil.Process(process.pid)
+            self.seen = {*getattr(self, "seen", ()), leader, *leader.children(recursive=True)}
+        return super().preprocess_cell(cell, resources, index)
+
+
+@pytest.mark.skipif(not sandbox.can_confine(), reason="bubblewrap cannot confine here")
+def test_a_confined_kernel_past_its_time_limit_is_stopped(tmp_path):
+    """The interrupt does not reach the kernel inside its confinement (it ends the confinement,
+    or nothing): the kernel and all it started are killed, and the cells after it run in a
+    fresh confined kernel."""
+    work = tmp_path / "autograded"
+    work.mkdir()
+    config = Config()
+    config.MemoryLimitedKernelManager.confine_readonly = [str(tmp_path)]
+    config.MemoryLimitedKernelManager.confine_writable = [str(work)]
+    confined = "try:\n    open('../course_file', 'w')\nexcept OSError as e:\n    print(e.strerror)"
+    marker = f"stuck-{tmp_path.name}"  # on the command line of the child the stuck cell starts
+    stuck = _child_and_endless_loop(marker, report=False)
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(f"x = 41\n{confined}"),
+            _test(stuck, "stuck"),
+            _test(f"{confined}\nassert x + 1 == 42", "after"),
+        ]
+    )
+    grader = _Watched(config=config, engine_pool=False, **FAST)
+    grader.preprocess(nb, {"metadata": {"path": str(work)}})
+    cells = nb.cells
+    assert _stdout(cells[0]) == "Read-only file system\n"  # the kernel ran confined
+    assert _errors(cells[1]) == [CELL_TIMEOUT] and _score(cells[1]) == 0
+    assert "did not answer the interrupt" in _timeout_message(cells[1])
+    assert _stdout(cells[2]) == "Read-only file system\n" and _score(cells[2]) == 1
+    assert grader.seen  # the kernels' processes, confinement included: none runs on
+    assert not [p for p in grader.seen if _still_running(p.pid, p.create_time())]
+    left = [p for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or [])]
+    assert not [p for p in left if _still_running(p.pid, p.create_time())]
+
+
+def test_a_stuck_cell_at_the_notebook_deadline_ends_the_notebook(tmp_path):
+    cells = _run(
+        tmp_path,
+        PID,
+        IGNORES_SIGINT,
+        "print('late')",
+        timeout=30,
+        notebook_timeout=3,
+        interrupt_grace=1,
+    )
+    assert not _still_running(*_process(_stdout(cells[0])))
+    message = _timeout_message(cells[1])
+    assert "what was left of the notebook's time" in message and "were not run" in message
+    assert _errors(cells[2]) == [NOTEBOOK_TIMEOUT] and not _stdout(cells[2])
