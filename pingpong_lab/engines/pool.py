@@ -11,11 +11,15 @@ import ipyparallel); grading starts one per notebook and size otherwise. A pool 
 once and writes how to reach it to <folder>/<n>.json; MPICluster.start() in a kernel whose
 environment names the folder connects to those engines instead (cluster.py).
 
-Lending is safe for one submission: before each notebook the engines' namespaces are cleared
-and they must answer within seconds, or they are replaced. A borrower whose engines deadlock or
-crash ends them itself and removes their file, so the next ready() starts new ones. The pool's
+Each engine job is lent to one notebook only: ready() before the next notebook (or after a
+kernel died) replaces every job the pool holds, since a learner's code ran on them (Python that
+can change a module there, a C library loaded into them) and nothing of one notebook may reach
+the checks of the next. What the pool saves is that engines start before the kernel, outside
+its cells' time. The pool's
 processes are tracked like any MPICluster's and end with the process that owns the pool (its
-watchdog, or the grading sandbox). One pool must never serve two students.
+watchdog, or the grading sandbox); a job whose entry a borrower removed (it deadlocked or
+crashed there) is ended by the pool within GIVEN_UP_POLL_S, since a confined borrower cannot
+reach it. One pool must never serve two students.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from .. import runtime
@@ -30,7 +35,7 @@ from ..errors import ClusterStartError
 from .cluster import POOL_ENV, MPICluster
 from .watchdog import end_processes
 
-ANSWER_TIMEOUT_S = 5.0  # engines that do not answer a ping in this time are replaced
+GIVEN_UP_POLL_S = 0.2  # how often the pool looks for engines a borrower gave up on
 
 
 class EnginePool:
@@ -41,6 +46,17 @@ class EnginePool:
         self.folder = Path(tempfile.mkdtemp(prefix="pingpong-lab-pool-"))
         self.clusters: dict[int, MPICluster] = {}
         self.starts = 0  # engine jobs started (a measure of what the pool saves)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._end_given_up, daemon=True).start()
+
+    def _end_given_up(self) -> None:
+        """End the jobs whose entry a borrower removed (its engines deadlocked or crashed): a
+        confined kernel cannot end them itself, since they are outside its pid namespace."""
+        while not self._closed.wait(GIVEN_UP_POLL_S):
+            with self._lock:
+                for n in [n for n in self.clusters if not self.entry(n).exists()]:
+                    self._end(self.clusters.pop(n))
 
     @property
     def env(self) -> dict[str, str]:
@@ -51,25 +67,27 @@ class EnginePool:
         return self.folder / f"{n}.json"
 
     def ready(self, sizes) -> None:
-        """Make engines of each size in `sizes` available: cleared, answering, or new.
+        """Make new engines of each size in `sizes` available, and end every job lent before.
 
         A size whose engines cannot start is left out (a kernel then starts its own and gets
         the usual error there)."""
-        for n in sorted(set(sizes)):
-            cluster = self.clusters.get(n)
-            if (
-                cluster is not None
-                and self.entry(n).is_file()
-                and cluster.responsive(ANSWER_TIMEOUT_S)
-            ):
-                continue
-            self._replace(n)
+        wanted = set(sizes)
+        with self._lock:
+            for n in sorted(set(self.clusters) - wanted):
+                self.entry(n).unlink(missing_ok=True)
+                self._end(self.clusters.pop(n))
+            for n in sorted(wanted):
+                self._replace(n)
+
+    def _end(self, cluster: MPICluster) -> None:
+        end_processes(cluster.job_pids, grace_s=1.0)  # nothing to save: no graceful shutdown
+        cluster.stop()
 
     def _replace(self, n: int) -> None:
         self.entry(n).unlink(missing_ok=True)
         old = self.clusters.pop(n, None)
         if old is not None:
-            old.stop()
+            self._end(old)
         cluster = MPICluster(n=n, mpiexec_prefix=self.mpiexec_prefix)
         try:
             cluster.start()
@@ -84,11 +102,14 @@ class EnginePool:
 
         The engines are ended at once (a graceful ipyparallel shutdown takes seconds and there
         is nothing to save), then each cluster is stopped (its watchdog, its files)."""
-        end_processes([pid for c in self.clusters.values() for pid in c.job_pids], grace_s=1.0)
-        for cluster in self.clusters.values():
-            cluster.stop()
-        self.clusters.clear()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self._closed.set()
+        with self._lock:
+            jobs = [pid for c in self.clusters.values() for pid in c.job_pids]
+            end_processes(jobs, grace_s=1.0)
+            for cluster in self.clusters.values():
+                cluster.stop()
+            self.clusters.clear()
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> EnginePool:
         return self

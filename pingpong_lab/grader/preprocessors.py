@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import sys
+from dataclasses import replace
 from queue import Empty
 from time import monotonic
 
@@ -22,9 +23,9 @@ from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor
 from traitlets import Bool, Dict, Integer, List, Unicode
 
 from .. import runtime
-from ..course.cells import is_c_cell, is_test
+from ..course.cells import is_c_cell, is_locked, is_test
 from ..engines.pool import EnginePool
-from .audit import audit_notebook
+from .audit import KERNEL_ARGS, audit_notebook, unreadable
 from .sandbox import can_confine, confine_prefix
 
 GRADING_VAR = "PINGPONG_LAB_GRADING"
@@ -153,6 +154,22 @@ def cells_after_refusal(cells, findings) -> list[int]:
     ]
 
 
+NOT_RUN = "UnreadableCellError"
+RESOURCES_KEY = "pingpong_lab"  # what CrashTolerantExecute tells the later preprocessors
+
+
+def unreadable_cells(cells) -> dict:
+    """Index -> Finding of each learner code cell that the kernel would run in a way the audit
+    cannot read (audit.unreadable): grading does not run it at all."""
+    found = {}
+    for index, cell in enumerate(cells):
+        if cell.cell_type == "code" and not is_locked(cell):
+            finding = unreadable(cell.source)
+            if finding is not None:
+                found[index] = replace(finding, cell=index)
+    return found
+
+
 class AuditSubmission(NbGraderPreprocessor):
     """After the notebook ran: a test cell that runs after a learner's cell with a refused line
     scores 0, with a note that says which line did it (see pingpong_lab/grader/audit.py).
@@ -162,7 +179,10 @@ class AuditSubmission(NbGraderPreprocessor):
     """
 
     def preprocess(self, nb, resources):
-        findings = audit_notebook(nb.cells)
+        # a cell that could not be read and was never run (CrashTolerantExecute) changed
+        # nothing: it costs what it should have defined, and its own output says why
+        not_run = set((resources or {}).get(RESOURCES_KEY, {}).get("not_run", ()))
+        findings = [f for f in audit_notebook(nb.cells) if not (f.unreadable and f.cell in not_run)]
         if not findings:
             return nb, resources
         note = tamper_note(findings)
@@ -356,14 +376,19 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
 
     def command_prefix(self) -> list[str]:
         """What the kernel's command (and the lent engines' mpiexec) is started through: the
-        confinement, the memory limit, and grading mode set for that process alone."""
-        confine = confine_prefix(list(self.confine_readonly), list(self.confine_writable))
+        confinement, the memory limit, and grading mode set for that process alone. The
+        kernel's connection file stays readable in the confinement's empty home."""
+        keep = [os.path.dirname(self.connection_file)] if self.connection_file else []
+        confine = confine_prefix(list(self.confine_readonly), list(self.confine_writable), keep)
         variables = {**grading_env(), **self.kernel_env}
         setting = [shutil.which("env") or "env", *(f"{k}={v}" for k, v in variables.items())]
         return confine + memory_limit_prefix(self.memory_limit_mb) + setting
 
     def format_kernel_cmd(self, extra_arguments=None):
-        return self.command_prefix() + super().format_kernel_cmd(extra_arguments)
+        command = super().format_kernel_cmd(extra_arguments)
+        if any("ipykernel" in part for part in command):  # IPython runs what the audit reads
+            command += [arg for arg in KERNEL_ARGS if arg not in command]
+        return self.command_prefix() + command
 
 
 # -- MPI engines shared by the notebooks of one submission ------------------------------------
@@ -470,7 +495,11 @@ class CrashTolerantExecute(Execute):
         self._ran_over = None  # the time limit of the cell that ran past it (set while it runs)
 
     def preprocess(self, nb, resources=None, km=None):
-        self._skip = set()
+        # learner cells the audit cannot read are never sent to a kernel (not replayed either)
+        self._unreadable = unreadable_cells(nb.cells)
+        if resources is not None:
+            resources.setdefault(RESOURCES_KEY, {})["not_run"] = sorted(self._unreadable)
+        self._skip = set(self._unreadable)
         self._deadline = monotonic() + self.notebook_timeout if self.notebook_timeout else None
         self._student = ((resources or {}).get("nbgrader") or {}).get("student")
         self._sizes = engine_sizes(nb.cells) if self.engine_pool else set()
@@ -528,6 +557,9 @@ class CrashTolerantExecute(Execute):
                     "were used up by the cells above",
                 )
             ]
+            return cell, self.resources
+        if index in self._unreadable:
+            cell.outputs = [error_output(NOT_RUN, str(self._unreadable[index]))]
             return cell, self.resources
         self._ran_over = None
         try:

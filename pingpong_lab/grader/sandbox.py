@@ -98,17 +98,61 @@ def can_confine() -> bool:
     return subprocess.run(probe, capture_output=True).returncode == 0
 
 
-def confine_prefix(readonly: list[str], writable: list[str]) -> list[str]:
-    """The command that runs the command after it with `readonly` folders read-only (but the
-    `writable` ones inside them) and no capabilities; nothing when bubblewrap cannot, or when
-    a folder named does not exist (there is nothing to confine to)."""
+# Inside a confinement, what IPython, matplotlib and Python read at start-up comes only from
+# the process's own scratch (an empty tmpfs that ends with it): no startup file, profile,
+# matplotlibrc or module planted by an earlier kernel is found. PYTHONSAFEPATH keeps the
+# working folder (the learner's own) off sys.path, so a planted `numpy.py` is never imported.
+SCRATCH = ".pingpong-lab-scratch"  # under the read-only home
+
+
+def confined_env(home: str) -> dict[str, str]:
+    """The variables a confined process starts with (home: the folder it sees as $HOME)."""
+    scratch = os.path.join(home, SCRATCH)
+    return {
+        "HOME": home,
+        "IPYTHONDIR": os.path.join(scratch, "ipython"),
+        "MPLCONFIGDIR": os.path.join(scratch, "matplotlib"),
+        "PYTHONSAFEPATH": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSTARTUP": "",
+    }
+
+
+def confine_prefix(readonly: list[str], writable: list[str], keep=()) -> list[str]:
+    """The command that runs the command after it confined; nothing when bubblewrap cannot,
+    or when a folder named does not exist (there is nothing to confine to).
+
+    Confined: `readonly` folders are read-only (but the `writable` ones inside them); the
+    home folder is empty and read-only, but for the `keep` folders inside it (read-only: a
+    kernel's connection file, say) and the course's code where a clone lives there; a scratch
+    folder in the home (see confined_env) is a tmpfs of this process alone; the process runs in
+    a pid namespace of its own (it cannot signal or trace any process outside, and everything
+    it starts ends with it) and holds no capabilities (it cannot remount anything)."""
     bwrap = _bwrap()
     folders = [*readonly, *writable]
     if not readonly or not can_confine() or not all(os.path.isdir(f) for f in folders):
         return []
+    home = Path.home().resolve()
     args = [bwrap, "--dev-bind", "/", "/"]
+    hide_home = home != Path("/") and home.is_dir()
+    if hide_home:
+        args += ["--tmpfs", str(home), "--tmpfs", str(home / SCRATCH)]
+        code = {REPO, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+        code.add(Path(sys.executable).resolve().parents[1])
+        for folder in sorted(code | {Path(k).resolve() for k in keep}):
+            if _inside(folder, home) and folder.is_dir():
+                args += ["--ro-bind", str(folder), str(folder)]
     for folder in readonly:
         args += ["--ro-bind", folder, folder]
     for folder in writable:
         args += ["--bind", folder, folder]
-    return [*args, "--cap-drop", "ALL", "--die-with-parent", "--"]
+    if hide_home:
+        args += ["--remount-ro", str(home)]
+    # its own pid namespace, and a /proc that shows it (process ids the process reads, of what
+    # it started, are those it can use)
+    args += ["--unshare-pid", "--proc", "/proc", "--cap-drop", "ALL", "--die-with-parent", "--"]
+    # ipykernel ends itself when its parent pid turns 1 (JPY_PARENT_PID names the parent to
+    # watch): in a pid namespace of its own the kernel's parent is that namespace's init, pid
+    # 1. The namespace already ends the kernel with its parent.
+    env = [shutil.which("env") or "env", "-u", "JPY_PARENT_PID"]
+    return [*args, *env, *(f"{k}={v}" for k, v in confined_env(str(home)).items())]

@@ -29,10 +29,12 @@ from pathlib import Path
 
 from .audit import Finding, audit_notebook
 from .preprocessors import (
+    NOT_RUN,
     MemoryLimitedKernelManager,
     cells_after_refusal,
     tamper_note,
     tamper_output,
+    unreadable_cells,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,8 +58,11 @@ _RUNS: list[tuple[list, dict[int, str]]] = []
 
 
 def audit_at_start(notebook, **_) -> None:
-    """nbclient's on_notebook_start: audit the notebook about to run, as grading will."""
-    findings = audit_notebook(notebook.cells)
+    """nbclient's on_notebook_start: audit the notebook about to run, as grading will. A cell
+    the audit cannot read is not run, as when grading (its output says why instead)."""
+    for index, finding in unreadable_cells(notebook.cells).items():
+        notebook.cells[index].source = f"raise SyntaxError({NOT_RUN + ': ' + str(finding)!r})"
+    findings = [f for f in audit_notebook(notebook.cells) if not f.unreadable]
     if findings:
         note = tamper_note(findings)
         marks = dict.fromkeys(cells_after_refusal(notebook.cells, findings), note)

@@ -7,12 +7,16 @@ against the same MPI as mpi4py, or MPI handles passed to it would be garbage. Th
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import fcntl
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -202,18 +206,54 @@ def windowed(
 
 
 # -- learners' C ------------------------------------------------------------------------------
+# (process, $PINGPONG_LAB_BUILD) -> this process's build folder there, and its lock
+_OWN_BUILD: dict[tuple[int, Path], tuple[Path, int]] = {}
+
+
 def build_dir() -> Path:
-    """Where compiled learner libraries go (override with $PINGPONG_LAB_BUILD)."""
-    root = runtime.setting("PINGPONG_LAB_BUILD") or (Path.home() / ".cache" / "pingpong-lab")
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+    """Where this process compiles learner libraries: a new folder of its own, under
+    $PINGPONG_LAB_BUILD (default ~/.cache/pingpong-lab), made when first asked for.
+
+    Builds are cached within the process only. A folder another process could have written
+    (an earlier kernel, a learner's program) is never trusted: what it holds could be planted
+    there under the name a build would have. The folder holds a lock while its process lives;
+    it goes when the process ends normally, and folders whose lock is free (their process was
+    killed) are removed when a new one is made."""
+    root = Path(runtime.setting("PINGPONG_LAB_BUILD") or (Path.home() / ".cache" / "pingpong-lab"))
+    own = _OWN_BUILD.get((os.getpid(), root))
+    if own is not None and own[0].is_dir():
+        return own[0]
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(root)
+    path = Path(tempfile.mkdtemp(prefix="build-", dir=root))
+    lock = os.open(path / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    _OWN_BUILD[os.getpid(), root] = (path, lock)
+    atexit.register(shutil.rmtree, path, True)
     return path
+
+
+def _remove_orphans(root: Path) -> None:
+    """Remove the build folders whose process has ended without removing them."""
+    for lock_file in root.glob("build-*/.lock"):
+        try:
+            fd = os.open(lock_file, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its process still runs
+        finally:
+            os.close(fd)
+        shutil.rmtree(lock_file.parent, ignore_errors=True)
 
 
 def build_cached(
     name: str, source: str, *, compiler: str, flags=(), extra=(), shared=True, timeout=120.0
 ) -> Path:
-    """Compile C source text (plus the C files `extra`) into build_dir(), once per content.
+    """Compile C source text (plus the C files `extra`) into build_dir(), once per content
+    and process.
 
     The output is named after a hash of everything that goes into it, so an edited cell never
     reuses a stale build (dlopen would return the old library for the same path), and it is

@@ -459,6 +459,8 @@ def grade_the_class(root: Path) -> dict:
             release = root / "exercises" / "01_pingpong" / "01_pingpong.ipynb"
             nb = vandals.with_cell(notebook(release), vandals.FORGE)
             submit_notebook(course, vandals.FORGER, "01_pingpong", nb)
+            nb = vandals.doorman(notebook(release))
+            submit_notebook(course, vandals.DOORMAN, "01_pingpong", nb)
     sources, submitted = _files(course / "source"), _files(course / "submitted")
     start = time.perf_counter()
     proc = _grader(course, env, "autograde")

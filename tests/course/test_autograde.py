@@ -266,6 +266,21 @@ def test_a_process_left_behind_cannot_write_its_own_scores(graded):
     assert graded["scores"][("01_pingpong", "solution")][0] > 0
 
 
+def test_reaching_the_tests_through_ipython_or_a_pickle_scores_what_the_release_scores(graded):
+    """The doorman (tests/course/vandals.py): an automagic line and a `%%writefile {expr}` are
+    never run, the hand-written pickle is refused as it loads, and the files it plants are
+    run by no later kernel; the release's stubs score 0 as they do for everyone."""
+    _needs_vandals()
+    course = graded["course"]
+    score, _ = graded["scores"][("01_pingpong", vandals.DOORMAN)]
+    assert score == 0
+    nb = notebook(course / "autograded" / vandals.DOORMAN / "01_pingpong" / "01_pingpong.ipynb")
+    errors = [o["ename"] for c in nb["cells"] for o in c.get("outputs", []) if "ename" in o]
+    assert errors.count("UnreadableCellError") == 2, errors
+    assert "UnpicklingError" in errors
+    assert "GraderChanged" not in errors  # nothing it ran was refused: no test lost for that
+
+
 def test_the_class_gradebook_was_copied_aside_before_grading(graded):
     (saved,) = (graded["course"] / "gradebook-backups").glob("gradebook-*.db")
     from nbgrader.api import Gradebook

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import nbformat
 import psutil
@@ -358,3 +359,85 @@ def test_a_stuck_cell_at_the_notebook_deadline_ends_the_notebook(tmp_path):
     message = _timeout_message(cells[1])
     assert "what was left of the notebook's time" in message and "were not run" in message
     assert _errors(cells[2]) == [NOTEBOOK_TIMEOUT] and not _stdout(cells[2])
+
+
+def test_a_cell_the_audit_cannot_read_is_never_sent_to_the_kernel(tmp_path):
+    """IPython evaluates `{...}` in a magic's line and runs automagic lines as magics: such a
+    learner cell is not run at all (its output says why), and the cells after it run as usual,
+    also after a restart that replays the cells above."""
+    marker = tmp_path / "ran"
+    cells = _run(
+        tmp_path,
+        f"%%writefile {{open({str(marker)!r}, 'w').close() or 'x'}}.c\nint x;",
+        "time print('ran as a magic')",
+        "print('next')",
+        "import os\nos._exit(1)",
+        "print('after the restart')",
+    )
+    assert not marker.exists()
+    assert _errors(cells[0]) == ["UnreadableCellError"] and "{...}" in cells[0].outputs[0]["evalue"]
+    assert _errors(cells[1]) == ["UnreadableCellError"] and not _stdout(cells[1])
+    assert _stdout(cells[2]) == "next\n"
+    assert _stdout(cells[4]) == "after the restart\n" and not marker.exists()
+
+
+def test_the_course_kernels_start_with_automagic_off():
+    """The student lab's kernel, like grading's, runs a one-line cell as the Python the audit
+    reads (KERNEL_ARGS)."""
+    import json
+    from pathlib import Path
+
+    from pingpong_lab.grader.audit import KERNEL_ARGS
+    from pingpong_lab.grader.preprocessors import MemoryLimitedKernelManager
+
+    spec = Path(__file__).parents[2] / "jupyter" / "student" / "share" / "kernels" / "python3"
+    argv = json.loads((spec / "kernel.json").read_text())["argv"]
+    assert set(KERNEL_ARGS) <= set(argv)
+    km = MemoryLimitedKernelManager(kernel_name="python3")
+    assert set(KERNEL_ARGS) <= set(km.format_kernel_cmd())
+
+
+PLANT = """\
+import os
+planted = []
+for folder in (os.path.expanduser("~/.ipython/profile_default/startup"),
+               os.path.join(os.environ.get("IPYTHONDIR", "/nonexistent"), "profile_default",
+                            "startup"),
+               "."):
+    for name in ("00-planted.py", "numpy.py", "sitecustomize.py"):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, name), "w") as f:
+                f.write("PLANTED = True\\nprint('planted code ran')\\n")
+            planted.append(os.path.join(folder, name))
+        except OSError:
+            pass
+print(len(planted) > 0)
+"""
+
+
+@pytest.mark.skipif(not sandbox.can_confine(), reason="bubblewrap cannot confine here")
+def test_nothing_a_confined_kernel_writes_runs_in_the_next_one(tmp_path):
+    """Startup files in the home or the IPython profile, a module in the working folder: the
+    fresh kernel after a crash (like the next notebook's) starts without any of them."""
+    work = tmp_path / "autograded"
+    work.mkdir()
+    config = Config()
+    config.MemoryLimitedKernelManager.confine_readonly = [str(tmp_path)]
+    config.MemoryLimitedKernelManager.confine_writable = [str(work)]
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(PLANT),
+            nbformat.v4.new_code_cell("import os\nos._exit(1)"),
+            _test("import numpy\nassert 'PLANTED' not in globals()\nprint(numpy.__file__)", "t"),
+        ]
+    )
+    CrashTolerantExecute(config=config, engine_pool=False, timeout=60).preprocess(
+        nb, {"metadata": {"path": str(work)}}
+    )
+    cells = nb.cells
+    assert "True" in _stdout(cells[0])  # it could write somewhere (its own folder)
+    assert _errors(cells[1]) == [KERNEL_DIED]
+    assert _score(cells[2]) == 1, cells[2].outputs
+    assert "planted" not in _stdout(cells[2]) and "site-packages" in _stdout(cells[2])
+    assert not (Path.home() / ".ipython" / "profile_default" / "startup" / "00-planted.py").exists()

@@ -10,6 +10,12 @@ the grading sandbox works.
   submitted/, autograded/, feedback/ or source/ folder, and rewrites every notebook.
 - "forger": the untouched release, ending with a cell that leaves a process behind which keeps
   writing full marks into any gradebook it finds while nbgrader records the scores.
+- "doorman": the untouched release, with cells after its first answer that reach the test cells
+  through IPython or mpi4py rather than Python: an automagic line that installs an input
+  transformer (every later cell would run as `pass`), a `%%writefile` whose file name is a
+  Python expression that replaces the checks, a hand-written pickle received from its own
+  rank that replaces them, and startup files and a module planted for later kernels. Each
+  would make the stubs score; the submission must score what the release scores.
 """
 
 from __future__ import annotations
@@ -79,6 +85,44 @@ if os.fork() == 0:
 
 WRECKERS = ("aaa_wrecker", "zzz_wrecker")
 FORGER = "forger"
+DOORMAN = "doorman"
+
+_PASS_ALL = "lambda *a, **k: None"
+DOORS = (
+    # read as a syntax error by a Python parser, run as `%time ...` by a kernel with automagic
+    "time get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])",
+    # IPython evaluates {...} in the magic's line before writing the file
+    "%%writefile {grading.__dict__.update(check_pingpong=" + _PASS_ALL + ") or 'x'}.c\nint x;",
+    # the pickle runs exec() while it loads, in the kernel that runs the tests
+    (
+        "raw = bytearray(b\"cbuiltins\\nexec\\n(S'from pingpong_lab.course import grading; "
+        "grading.__dict__.update(check_pingpong=print, check_pingpong_on_engines=print, "
+        "check_c_pingpong=print, check_c_payload=print, check_pickle_pingpong=print, "
+        "check_safe_exchange=print)'\\ntR.\")\n"
+        "request = MPI.COMM_SELF.Isend(raw, dest=0)\n"
+        "MPI.COMM_SELF.recv(source=0)\n"
+        "request.Wait()"
+    ),
+    # startup files and a module for the kernels that come after this one (a restart, the
+    # next notebook): numpy writes any text where the kernel can write
+    (
+        "code = ['from pingpong_lab.course import grading',\n"
+        "        'grading.__dict__.update(check_pingpong=print, check_safe_exchange=print)']\n"
+        "for where in ['../../../../home/.ipython/profile_default/startup/00-x.py',\n"
+        "              '../../../../tmp/sitecustomize.py', 'numpy.py', '../numpy.py']:\n"
+        "    try:\n"
+        "        np.savetxt(where, [], header='\\n'.join(code), comments='')\n"
+        "    except OSError:\n"
+        "        pass"
+    ),
+)
+
+
+def doorman(release: dict) -> dict:
+    """The release with the DOORS cells after its first answer (in this order)."""
+    for source in reversed(DOORS):
+        release = with_cell(release, source, "pingpong_python")
+    return release
 
 
 def with_cell(nb: dict, source: str, after: str | None = None) -> dict:

@@ -1,5 +1,6 @@
-"""Engines lent by an EnginePool: borrowed by a kernel's MPICluster, cleared between borrowers,
-replaced after a deadlock, all gone after close (what grading relies on, see docs/GRADING.md)."""
+"""Engines lent by an EnginePool: borrowed by a kernel's MPICluster, new for every notebook
+(nothing a borrower left on them reaches the next), ended after a deadlock, all gone after close
+(what grading relies on, see docs/GRADING.md)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _borrow(pool: EnginePool, how: str, cwd) -> dict:
 
 
 @requires_mpi
-def test_a_pool_lends_cleared_engines_and_replaces_deadlocked_ones(tmp_path):
+def test_a_pool_lends_each_engine_job_to_one_notebook_and_ends_deadlocked_ones(tmp_path):
     pool = EnginePool()
     try:
         pool.ready([2])
@@ -73,8 +74,9 @@ def test_a_pool_lends_cleared_engines_and_replaces_deadlocked_ones(tmp_path):
         seen = _borrow(pool, "use", tmp_path)
         assert seen == {"borrowed": True, "cwd": True, "left_behind": [None, None]}
 
-        pool.ready([2])  # the same engines, their namespace cleared
-        assert pool.starts == 1
+        pool.ready([2])  # new engines: the first borrower's code ran on the old ones
+        assert pool.starts == 2 and wait_gone(first_pids)
+        remember_pids(pool.clusters[2].pids)
         lent = json.loads(pool.entry(2).read_text())["pids"]  # all but the pool's watchdog
         seen = _borrow(pool, "deadlock", tmp_path)
         assert seen["left_behind"] == [None, None]
@@ -83,7 +85,7 @@ def test_a_pool_lends_cleared_engines_and_replaces_deadlocked_ones(tmp_path):
         assert not pool.entry(2).exists()
 
         pool.ready([2])  # new engines for the next notebook
-        assert pool.starts == 2 and pool.entry(2).exists()
+        assert pool.starts == 3 and pool.entry(2).exists()
         remember_pids(pool.clusters[2].pids)
         assert _borrow(pool, "use", tmp_path)["borrowed"]
         last_pids = pool.clusters[2].pids

@@ -119,3 +119,59 @@ def test_a_clone_in_tmp_keeps_its_code_and_hides_its_course(monkeypatch):
     finally:
         shutil.rmtree(clone)
         shutil.rmtree(work)
+
+
+LEAVE_BEHIND = r"""
+import json, os, signal, sys
+home, scratch = os.environ["HOME"], os.environ["IPYTHONDIR"]
+seen = {"home": sorted(os.listdir(home)), "scratch": sorted(os.listdir(os.path.dirname(scratch)))}
+def tries(path):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("print('planted')")
+        return "written"
+    except OSError as exc:
+        return exc.strerror
+seen["home startup"] = tries(os.path.join(home, ".ipython/profile_default/startup/a.py"))
+seen["scratch startup"] = tries(os.path.join(scratch, "profile_default/startup/a.py"))
+seen["kept"] = os.listdir(sys.argv[1])
+try:
+    os.kill(int(sys.argv[2]), signal.SIGTERM)
+    seen["signal outside"] = "sent"
+except ProcessLookupError:
+    seen["signal outside"] = "no such process"
+seen["safe path"] = sys.flags.safe_path
+print(json.dumps(seen))
+"""
+
+
+def test_a_confined_process_keeps_nothing_and_reaches_no_process_outside(tmp_path):
+    """An empty read-only home (but the folders it must read), a scratch of its own that the
+    next process does not see, its own pid namespace, and Python that ignores its folder."""
+    stage = tmp_path / "stage"
+    (stage / "mine").mkdir(parents=True)
+    kept = Path.home() / ".local" / "share" / "pingpong-lab-test-runtime"
+    kept.mkdir(parents=True, exist_ok=True)
+    (kept / "kernel-1.json").write_text("{}")
+    outside = subprocess.Popen(["sleep", "60"])
+    try:
+        confined = sandbox.confine_prefix([str(stage)], [str(stage / "mine")], keep=[kept])
+        runs = []
+        for _ in range(2):
+            cmd = [*confined, sys.executable, "-c", LEAVE_BEHIND, str(kept), str(outside.pid)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+            runs.append(__import__("json").loads(proc.stdout))
+        assert outside.poll() is None  # still running: the confined process could not end it
+    finally:
+        outside.kill()
+        outside.wait()
+        shutil.rmtree(kept)
+    first, second = runs
+    assert first["home startup"] == "Read-only file system"
+    assert first["scratch startup"] == "written"
+    assert second["scratch"] == []  # what the first one wrote is gone
+    assert first["kept"] == ["kernel-1.json"]
+    assert first["signal outside"] == "no such process" and first["safe path"]
+    assert not (Path.home() / ".ipython" / "profile_default" / "startup" / "a.py").exists()

@@ -133,3 +133,8 @@ __all__ = [
 ]
 
 seal(*(module for name, module in sys.modules.items() if name.startswith(__name__)))
+
+if GRADING:  # the kernel's mpi4py loads only pickles of plain data (a test cell reads them)
+    from ...mpi import safepickle
+
+    safepickle.install()
