@@ -1,4 +1,4 @@
-"""MPI engines started once and lent to one notebook kernel after another (grading).
+"""MPI engines started before a notebook's kernel and lent to it (grading).
 
     pool = EnginePool(mpiexec_prefix=limits)     # in the grading process of one submission
     os.environ.update(pool.env)                  # the kernels it starts inherit the folder
@@ -7,9 +7,9 @@
     pool.close()
 
 Starting an MPI job of engines costs seconds (a controller, mpiexec and n Python processes that
-import ipyparallel); grading starts one per notebook and size otherwise. A pool starts each size
-once and writes how to reach it to <folder>/<n>.json; MPICluster.start() in a kernel whose
-environment names the folder connects to those engines instead (cluster.py).
+import ipyparallel), in a cell's time when the kernel starts them itself. A pool starts each
+size before the notebook and writes how to reach it to <folder>/<n>.json; MPICluster.start() in
+a kernel whose environment names the folder connects to those engines instead (cluster.py).
 
 Each engine job is lent to one notebook only: ready() before the next notebook (or after a
 kernel died) replaces every job the pool holds, since a learner's code ran on them (Python that

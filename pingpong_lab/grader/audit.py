@@ -227,6 +227,14 @@ KERNEL_ARGS = ("--InteractiveShell.automagic=False", "--HistoryManager.enabled=F
 MAGIC_LINE_EXPANSION = re.compile(r"[{}$]")
 
 
+# ipykernel's own line magics (ipykernel.zmqshell.KernelMagics; importing it here would make
+# tqdm and others take this process for a notebook kernel)
+IPYKERNEL_LINE_MAGICS = {
+    *("autosave", "clear", "connect_info", "edit", "less", "man", "more", "qtconsole"),
+    "subshell",
+}
+
+
 @functools.cache
 def line_magic_names() -> frozenset[str]:
     """The line magics (and shell aliases) of an IPython kernel: IPython's and ipykernel's."""
@@ -234,15 +242,8 @@ def line_magic_names() -> frozenset[str]:
     from IPython.core.alias import default_aliases
     from IPython.core.magic import Magics
 
-    names = {alias for alias, _ in default_aliases()}
-    classes = [getattr(magics, n) for n in dir(magics)]
-    try:
-        from ipykernel.zmqshell import KernelMagics
-
-        classes.append(KernelMagics)
-    except ImportError:  # pragma: no cover - ipykernel comes with the course
-        pass
-    for cls in classes:
+    names = {alias for alias, _ in default_aliases()} | IPYKERNEL_LINE_MAGICS
+    for cls in (getattr(magics, n) for n in dir(magics)):
         if isinstance(cls, type) and issubclass(cls, Magics) and hasattr(cls, "magics"):
             names |= set(cls.magics.get("line", {}))
     return frozenset(names)

@@ -462,9 +462,9 @@ class CrashTolerantExecute(Execute):
     the time left, and the cells after the deadline are not run (NotebookTimeoutError).
 
     With engine_pool, the MPI engines that the notebook starts (`MPICluster(n=...)` in its code)
-    are started before its kernel, once per student: the kernels of that student's notebooks
-    borrow them (pingpong_lab/engines/pool.py), cleared and checked before each notebook and
-    after a kernel death, replaced when they do not answer. Another student gets other engines.
+    are started before its kernel and lent to it (pingpong_lab/engines/pool.py): new engines
+    for every notebook and after a kernel death, those lent before ended (a learner's code ran
+    on them). Another student gets another pool.
     """
 
     engine_pool = Bool(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -463,6 +465,10 @@ def test_the_audit_reads_what_a_kernel_with_automagic_off_runs():
     Python the audit reads; the magic names the audit knows are the kernel's."""
     assert "--InteractiveShell.automagic=False" in audit.KERNEL_ARGS
     assert {"time", "env", "autocall", "pylab", "sx", "ls", "config"} <= audit.line_magic_names()
+    # ipykernel's, read in another process: importing it here changes how tqdm draws bars
+    show = "from ipykernel.zmqshell import KernelMagics as K; print(*K.magics['line'])"
+    proc = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True)
+    assert proc.returncode == 0 and set(proc.stdout.split()) <= audit.line_magic_names()
 
 
 def test_a_refusal_names_the_line_what_and_what_to_do_instead():
