@@ -60,6 +60,7 @@ NO_NANNY = ["--IPEngine.enable_nanny=False"]
 STOP_GRACE_S = 1.0  # after SIGTERM, before SIGKILL, when stop() ends the processes
 CRASH_POLL_S = 0.25  # how often a waiting run() checks that the engine processes still live
 POOL_ENV = "PINGPONG_LAB_ENGINE_POOL"  # a folder of <n>.json: engines lent by an EnginePool
+GIVEN_UP = "given-up"  # in that folder: <n> where a borrower gave its engines up (stuck, dead)
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
 
@@ -120,7 +121,7 @@ def pool_entry(n: int) -> Path | None:
     if not folder:
         return None
     entry = Path(folder) / f"{n}.json"
-    return entry if entry.is_file() else None
+    return entry if entry.is_file() and not (Path(folder) / GIVEN_UP / str(n)).exists() else None
 
 
 class MPICluster:
@@ -296,8 +297,9 @@ class MPICluster:
     def _end_borrowed_engines(self) -> None:
         """The borrowed engines are stuck or dead: end them and take them out of the pool."""
         lent, self._borrowed = self._borrowed, None
-        if lent:
-            Path(lent["entry"]).unlink(missing_ok=True)  # the pool sees it and ends them
+        if lent:  # the pool sees it and ends them (a borrower may not write the pool's entries)
+            entry = Path(lent["entry"])
+            (entry.parent / GIVEN_UP / entry.stem).touch()
             if lent.get("visible", True):  # not in a pid namespace of its own: at once
                 end_processes(lent["pids"], grace_s=1.0)
 

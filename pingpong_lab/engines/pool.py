@@ -17,9 +17,10 @@ can change a module there, a C library loaded into them) and nothing of one note
 the checks of the next. What the pool saves is that engines start before the kernel, outside
 its cells' time. The pool's
 processes are tracked like any MPICluster's and end with the process that owns the pool (its
-watchdog, or the grading sandbox); a job whose entry a borrower removed (it deadlocked or
-crashed there) is ended by the pool within GIVEN_UP_POLL_S, since a confined borrower cannot
-reach it. One pool must never serve two students.
+watchdog, or the grading sandbox). A borrower reads the folder and writes only given-up/<n>
+(its engines deadlocked or crashed): the pool ends that job within GIVEN_UP_POLL_S, since a
+confined borrower can neither reach its processes nor change an entry. One pool must never
+serve two students.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from .. import runtime
 from ..errors import ClusterStartError
-from .cluster import POOL_ENV, MPICluster
+from .cluster import GIVEN_UP, POOL_ENV, MPICluster
 from .watchdog import end_processes
 
 GIVEN_UP_POLL_S = 0.2  # how often the pool looks for engines a borrower gave up on
@@ -44,6 +45,8 @@ class EnginePool:
     def __init__(self, mpiexec_prefix: list[str] | tuple[str, ...] = ()):
         self.mpiexec_prefix = list(mpiexec_prefix)
         self.folder = Path(tempfile.mkdtemp(prefix="pingpong-lab-pool-"))
+        self.given_up = self.folder / GIVEN_UP  # the one folder a borrower writes
+        self.given_up.mkdir()
         self.clusters: dict[int, MPICluster] = {}
         self.starts = 0  # engine jobs started (a measure of what the pool saves)
         self._lock = threading.Lock()
@@ -55,7 +58,9 @@ class EnginePool:
         confined kernel cannot end them itself, since they are outside its pid namespace."""
         while not self._closed.wait(GIVEN_UP_POLL_S):
             with self._lock:
-                for n in [n for n in self.clusters if not self.entry(n).exists()]:
+                for n in [n for n in self.clusters if (self.given_up / str(n)).exists()]:
+                    self.entry(n).unlink(missing_ok=True)
+                    (self.given_up / str(n)).unlink(missing_ok=True)
                     self._end(self.clusters.pop(n))
 
     @property
@@ -85,6 +90,7 @@ class EnginePool:
 
     def _replace(self, n: int) -> None:
         self.entry(n).unlink(missing_ok=True)
+        (self.given_up / str(n)).unlink(missing_ok=True)
         old = self.clusters.pop(n, None)
         if old is not None:
             self._end(old)

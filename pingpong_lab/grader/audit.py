@@ -64,6 +64,7 @@ import functools
 import re
 import string
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 from ..course.cells import is_c_cell, is_locked, is_test
 
@@ -133,6 +134,8 @@ DOOR_ATTRIBUTES = {
         "ctypes fromaddress as_strided".split(),
         "reaches raw memory of the Python process: use numpy arrays and slices",
     ),
+    # mpi4py's own (un)pickler, apart from the one its lower-case calls use while grading
+    "Pickle": "loads pickles, which can run code while they load: send and receive plain data",
 }
 
 # -- builtins ---------------------------------------------------------------------------------
@@ -170,7 +173,9 @@ ALLOWED_DUNDER_READS = frozenset({"__name__"})
 COURSE_ONLY_USES = {
     "os": frozenset({"cpu_count"}),
     "sys": frozenset({"executable"}),
-    "subprocess": frozenset({"run"}),  # 05 shows how the command-line sweep refuses odd counts
+    # none: a program it starts runs code no audit reads (05's run of the command-line sweep
+    # is a locked cell)
+    "subprocess": frozenset(),
     "pathlib.Path": frozenset({"read_text"}),  # 01, 02 read the learner's C file to compile it
 }
 # Methods that change a container in place: never on the course's objects.
@@ -852,10 +857,14 @@ class _CellAudit(ast.NodeVisitor):
                 for u in sorted(uses)
             )
             top = origin.split(".")[0]
+            what = (
+                f"beyond what the course's own cells do with it ({shown})"
+                if uses
+                else ("which only the course's own cells use")
+            )
             self.report(
                 node,
-                f"uses `{node.id}` beyond what the course's own cells do with it ({shown}); "
-                f"{INSTEAD.get(top, 'no answer here needs more of it')}",
+                f"uses `{node.id}` {what}; {INSTEAD.get(top, 'no answer here needs more of it')}",
             )
 
     # -- attributes and items
@@ -1144,16 +1153,25 @@ class _CellAudit(ast.NodeVisitor):
             if not DOTTED_NAME.match(line):
                 self.report(node, "asks for help on something other than a name: use `name?`")
         else:  # %time, %timeit: the statement (and a cell magic's body) is Python: audit it too
-            code = _strip_timeit_options(line) if magic == "timeit" else line
+            code = _timed_statement(magic, line)
+            if code is None:
+                self.report(
+                    node,
+                    f"gives %{magic} options it parses itself (what follows them runs as code "
+                    "the audit cannot read): use "
+                    + ("`%time stmt`" if magic == "time" else "`%timeit [-n N] [-r R] stmt`"),
+                )
+                return
             offset = node.lineno - 1 + self.line_offset
             for text, extra in ((code, 0), (body, 1)):
                 if text and text.strip():
-                    self._nested(text, offset + extra)
+                    self._nested(node, text, offset + extra)
 
-    def _nested(self, text: str, offset: int) -> None:
+    def _nested(self, node, text: str, offset: int) -> None:
         try:
             tree = ast.parse(to_python(text))
-        except SyntaxError:
+        except SyntaxError as exc:
+            self.report(node, f"times code that is not Python the grader can read ({exc.msg})")
             return
         inner = _CellAudit(self.cell, to_python(text), self.nb, offset)
         inner.scopes = list(self.scopes)
@@ -1169,14 +1187,30 @@ def _names_in(node: ast.AST | None) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _strip_timeit_options(line: str) -> str:
-    """The statement of `%timeit -n 10 -r 3 stmt` (its options removed)."""
-    words = line.split(" ")
-    while words and (not words[0] or words[0].startswith("-")):
-        option = words.pop(0)
-        if option in ("-n", "-r", "-p") and words:
-            words.pop(0)
-    return " ".join(words)
+# %timeit's options a learner may give: the number of loops and of repeats
+TIMEIT_OPTIONS = frozenset("nr")
+
+
+def _timed_statement(magic: str, line: str) -> str | None:
+    """The statement that `%time line` or `%timeit line` runs, read with IPython's own
+    parsers of their options; None when the line gives an option other than %timeit's -n and
+    -r (`%time --n stmt` anywhere in the line, `%%timeit -v name`): what IPython then runs is
+    not what the line reads as."""
+    from IPython.core import magic_arguments
+    from IPython.core.magic import Magics
+    from IPython.core.magics.execution import ExecutionMagics
+
+    try:
+        if magic == "time":
+            args, rest = magic_arguments.parse_argstring(ExecutionMagics.time, line, partial=True)
+            return None if args.no_raise_error else " ".join(rest)
+        table = SimpleNamespace(options_table={})  # what Magics.parse_options reads of self
+        options, statement = Magics.parse_options(
+            table, line, "n:r:tcp:qov:", posix=False, strict=False, preserve_non_opts=True
+        )
+    except Exception:  # IPython's UsageError, getopt's errors: the magic would fail too
+        return None
+    return None if set(options) - TIMEIT_OPTIONS else statement
 
 
 def _is_shell(node) -> bool:

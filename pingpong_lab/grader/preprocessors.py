@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 from dataclasses import replace
 from queue import Empty
 from time import monotonic
@@ -508,14 +509,22 @@ class CrashTolerantExecute(Execute):
 
     def _confined(self, km: MemoryLimitedKernelManager) -> MemoryLimitedKernelManager:
         """km, confined to the student's autograded/ folder when `confine` is on: the course
-        folder (its gradebook, every submission) is read-only for the learner's code."""
+        folder (its gradebook, every submission) and the temporary folder (the engine pool's
+        entries, the engines' profiles) are read-only for the learner's code, but for the
+        student's folder and the pool's given-up/ (sandbox.confine_prefix gives each process a
+        temporary folder of its own)."""
         if self.confine and self._student and not can_confine():
             self.log.warning("kernels not confined: bubblewrap cannot start here")
         elif self.confine and self._student:
             course = CourseDirectory(config=self.config)
+            temporary = os.path.realpath(tempfile.gettempdir())
             km.confine_readonly = [os.path.abspath(course.root)]
+            if temporary != "/":
+                km.confine_readonly.append(temporary)
             mine = os.path.join(course.root, course.autograded_directory, self._student)
             km.confine_writable = [os.path.abspath(mine)]
+            if ENGINE_POOL.pool is not None:
+                km.confine_writable.append(str(ENGINE_POOL.pool.given_up))
         return km
 
     def create_kernel_manager(self):

@@ -110,6 +110,7 @@ def confined_env(home: str) -> dict[str, str]:
     scratch = os.path.join(home, SCRATCH)
     return {
         "HOME": home,
+        "TMPDIR": os.path.join(scratch, "tmp"),
         "IPYTHONDIR": os.path.join(scratch, "ipython"),
         "MPLCONFIGDIR": os.path.join(scratch, "matplotlib"),
         "PYTHONSAFEPATH": "1",
@@ -125,7 +126,8 @@ def confine_prefix(readonly: list[str], writable: list[str], keep=()) -> list[st
     Confined: `readonly` folders are read-only (but the `writable` ones inside them); the
     home folder is empty and read-only, but for the `keep` folders inside it (read-only: a
     kernel's connection file, say) and the course's code where a clone lives there; a scratch
-    folder in the home (see confined_env) is a tmpfs of this process alone; the process runs in
+    folder in the home, its temporary folder included (see confined_env), is a tmpfs of this
+    process alone; the process runs in
     a pid namespace of its own (it cannot signal or trace any process outside, and everything
     it starts ends with it) and holds no capabilities (it cannot remount anything)."""
     bwrap = _bwrap()
@@ -137,12 +139,13 @@ def confine_prefix(readonly: list[str], writable: list[str], keep=()) -> list[st
     hide_home = home != Path("/") and home.is_dir()
     if hide_home:
         args += ["--tmpfs", str(home), "--tmpfs", str(home / SCRATCH)]
+        args += ["--dir", str(home / SCRATCH / "tmp")]
         code = {REPO, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
         code.add(Path(sys.executable).resolve().parents[1])
         for folder in sorted(code | {Path(k).resolve() for k in keep}):
             if _inside(folder, home) and folder.is_dir():
                 args += ["--ro-bind", str(folder), str(folder)]
-    for folder in readonly:
+    for folder in sorted(readonly, key=lambda f: len(Path(f).parts)):  # outer folders first
         args += ["--ro-bind", folder, folder]
     for folder in writable:
         args += ["--bind", folder, folder]

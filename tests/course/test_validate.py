@@ -41,13 +41,13 @@ def test_the_student_lab_validates_with_the_course_audit():
     assert config.Execute.on_cell_start is validation.mark_refused_tests
 
 
-def _with_refused_line(name="04_model"):
+def _with_refused_line(name="04_model", source="x = 1\nimport os"):
     """The solution with a learner's cell after its first answer: one line the audit refuses."""
     nb = nbformat.read(ROOT / "solutions" / name / f"{name}.ipynb", as_version=4)
     first = next(
         i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution")
     )
-    cell = nbformat.v4.new_code_cell("x = 1\nimport os")
+    cell = nbformat.v4.new_code_cell(source)
     cell.pop("id")  # the course's notebooks are nbformat 4.4: no cell ids
     nb.cells.insert(first + 1, cell)
     return nb, first + 1
@@ -68,6 +68,20 @@ def test_the_validation_audit_fails_the_tests_after_a_refused_line_as_grading_do
     error = marked.outputs[-1]
     assert f"cell {refused_at}, line 2: `import os` imports `os`" in error["evalue"]
     assert "refused by the course's audit" in error["traceback"][-1]
+
+
+def test_validation_does_not_run_a_cell_the_audit_cannot_read_and_fails_only_that_cell():
+    """As grading: the cell's source is replaced by an error that says why, the tests after it
+    are not marked (it changed nothing)."""
+    nb, at = _with_refused_line(source="%%writefile {print('ran') or 'x'}.c\nint x;")
+    validation.audit_at_start(notebook=nb)
+    for index, cell in enumerate(nb.cells):
+        validation.mark_refused_tests(cell=cell, cell_index=index)
+    assert nb.cells[at].source.startswith("raise SyntaxError(") and "print" in nb.cells[at].source
+    assert "UnreadableCellError" in nb.cells[at].source
+    assert not any(
+        o.get("ename") == "GraderChanged" for c in nb.cells for o in c.get("outputs", [])
+    )
 
 
 def test_an_audit_verdict_lists_the_refused_lines_and_fails(tmp_path):

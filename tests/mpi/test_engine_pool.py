@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from pingpong_lab.engines.cluster import wait_gone
 from pingpong_lab.engines.pool import EnginePool
@@ -81,7 +82,11 @@ def test_a_pool_lends_each_engine_job_to_one_notebook_and_ends_deadlocked_ones(t
         seen = _borrow(pool, "deadlock", tmp_path)
         assert seen["left_behind"] == [None, None]
         assert seen["deadlock_error"] and seen["own_engines_after"]
-        assert wait_gone(lent)  # the borrower ended the stuck engines
+        assert wait_gone(lent)  # the borrower gave them up, the pool ended them
+        for _ in range(50):  # the pool looks every GIVEN_UP_POLL_S
+            if not pool.entry(2).exists():
+                break
+            time.sleep(0.1)
         assert not pool.entry(2).exists()
 
         pool.ready([2])  # new engines for the next notebook

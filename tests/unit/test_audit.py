@@ -215,6 +215,12 @@ CHEATS = {
     "an expression in a C cell's file name": "%%writefile {grading.__dict__.clear()}.c\nint x;",
     "a variable in a C cell's file name": "%%writefile $name.c\nint x;",
     "a magic that re-enables automagic": "%config InteractiveShell.automagic = True",
+    # %time and %timeit parse their own options: what follows runs unread
+    "%time with an option before code": "%time --n exec('grading.quiet = print')",
+    "%time with an option after code": "%time d = notebook --n\nd.clear()",
+    "%%timeit saving into a name": "%%timeit -n1 -r1 -v tr exec('x')\npass",
+    "%time of text that is not Python": "%time grading.quiet = (",
+    "mpi4py's own unpickler": "MPI.Pickle().loads(b'x')",
     "code inside %time": "%time grading.check_pingpong = print",
     "code inside %%timeit": "%%timeit -n 1\ngrading.quiet = print",
     "a backend by path": "%matplotlib module://evil",
@@ -252,6 +258,8 @@ COURSE_NAMES = {
     "a Path kept (01)": ("01_pingpong", "p = Path('x')"),
     "sys.modules (05)": ("05_contention", "sys.modules.clear()"),
     "subprocess.Popen (05)": ("05_contention", "subprocess.Popen(['true'])"),
+    # a program runs code no audit reads (it could reach the kernel over its own ports)
+    "subprocess.run (05)": ("05_contention", "subprocess.run([sys.executable, '-c', 'pass'])"),
 }
 
 
@@ -452,6 +460,8 @@ def test_a_cell_the_audit_cannot_read_is_refused_as_unreadable(source):
         "time = 3",
         "who = [1, 2]\nwho",
         "%time x = sum(range(10))",
+        "%timeit -n 10 -r 3 sum(range(10))",
+        "%%timeit -n1 -r2\nsum(range(10))",
         "%%writefile bench.c\nint x;",
         "%%writefile -a util.h\nint y;",
     ],

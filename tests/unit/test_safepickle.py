@@ -78,3 +78,32 @@ def test_a_hand_written_pickle_sent_to_its_own_rank_runs_nothing_in_a_grading_ke
     assert proc.returncode == 0, proc.stderr
     assert "planted" not in proc.stdout.replace("echo planted", "")
     assert proc.stdout.startswith("refused: a pickled message names os.system")
+
+
+NUMPY_DOOR = r"""
+import numpy as np, pickle, sys
+from pingpong_lab.mpi import safepickle
+safepickle.install()
+np.save(sys.argv[1], np.array([print], dtype=object), allow_pickle=True)  # names builtins.print
+from numpy import load
+for how in (lambda f: load(f, None, True), lambda f: np.load(f, **{"allow" + "_pickle": True})):
+    try:
+        how(sys.argv[1])
+        print("loaded")
+    except pickle.UnpicklingError:
+        print("refused")
+print(np.load(sys.argv[2], allow_pickle=True).tolist())
+"""
+
+
+def test_numpy_load_with_pickles_reads_only_plain_data_after_install(tmp_path):
+    plain = tmp_path / "plain.npy"
+    np.save(plain, np.arange(3))
+    proc = subprocess.run(
+        [sys.executable, "-c", NUMPY_DOOR, str(tmp_path / "door.npy"), str(plain)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["refused", "refused", "[0, 1, 2]"]
