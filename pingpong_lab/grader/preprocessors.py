@@ -27,7 +27,7 @@ from .. import runtime
 from ..course.cells import is_c_cell, is_locked, is_test
 from ..engines.pool import EnginePool
 from .audit import KERNEL_ARGS, audit_notebook, unreadable
-from .sandbox import can_confine, confine_prefix
+from .sandbox import REPO, can_confine, confine_prefix
 
 GRADING_VAR = "PINGPONG_LAB_GRADING"
 
@@ -521,16 +521,26 @@ class CrashTolerantExecute(Execute):
             km.confine_readonly = [os.path.abspath(course.root)]
             if temporary != "/":
                 km.confine_readonly.append(temporary)
+            km.confine_readonly += [str(REPO), os.path.realpath(sys.prefix)]  # the code it runs
             mine = os.path.join(course.root, course.autograded_directory, self._student)
-            km.confine_writable = [os.path.abspath(mine)]
+            km.confine_writable = [os.path.abspath(mine), self._c_build()]
             if ENGINE_POOL.pool is not None:
                 km.confine_writable.append(str(ENGINE_POOL.pool.given_up))
+            km.kernel_env = {**km.kernel_env, "PINGPONG_LAB_BUILD": self._c_build()}
         return km
+
+    def _c_build(self) -> str:
+        """Where confined kernels build learners' C (their home is read-only, and the engines
+        load the libraries from there): a folder of this grading process, removed at exit."""
+        if getattr(self, "_c_build_dir", None) is None:
+            self._c_build_dir = tempfile.mkdtemp(prefix="pingpong-lab-c-build-")
+            atexit.register(shutil.rmtree, self._c_build_dir, True)
+        return self._c_build_dir
 
     def create_kernel_manager(self):
         km = self._confined(super().create_kernel_manager())
         if self.engine_pool and isinstance(km, MemoryLimitedKernelManager):
-            km.kernel_env = ENGINE_POOL.env  # this kernel borrows the pool's engines
+            km.kernel_env = {**km.kernel_env, **ENGINE_POOL.env}  # it borrows the pool's engines
         return km
 
     def _engines_ready(self) -> None:

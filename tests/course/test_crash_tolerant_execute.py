@@ -23,6 +23,8 @@ from pingpong_lab.grader.preprocessors import (
     describe_exit,
 )
 
+from ..conftest import requires_mpi
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -441,3 +443,34 @@ def test_nothing_a_confined_kernel_writes_runs_in_the_next_one(tmp_path):
     assert _score(cells[2]) == 1, cells[2].outputs
     assert "planted" not in _stdout(cells[2]) and "site-packages" in _stdout(cells[2])
     assert not (Path.home() / ".ipython" / "profile_default" / "startup" / "00-planted.py").exists()
+
+
+BUILD_AND_WRITE = """\
+from pingpong_lab.mpi import ckernels
+lib = ckernels.compile_c('int f(void) { return 3; }\\n', name='f', with_util=False)
+print('built', lib.exists())
+import os, pingpong_lab
+for folder in (os.path.dirname(pingpong_lab.__file__), os.path.dirname(os.__file__)):
+    try:
+        open(os.path.join(folder, 'planted.py'), 'w').close()
+        print('wrote', folder)
+    except OSError as exc:
+        print(exc.strerror)
+"""
+
+
+@requires_mpi
+@pytest.mark.skipif(not sandbox.can_confine(), reason="bubblewrap cannot confine here")
+def test_a_kernel_confined_by_autograde_alone_builds_c_and_cannot_write_the_code(tmp_path):
+    """Formgrader's Autograde button and a plain `nbgrader autograde` confine the kernel
+    without the grading sandbox: its home is read-only, so its C is built in a folder the
+    grader gives it; the course's package and Python's library are read-only."""
+    (tmp_path / "autograded" / "ann" / "a").mkdir(parents=True)
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BUILD_AND_WRITE)])
+    resources = {"metadata": {"path": str(tmp_path / "autograded" / "ann" / "a")}}
+    resources["nbgrader"] = {"student": "ann"}
+    CrashTolerantExecute(config=config, engine_pool=False, timeout=60).preprocess(nb, resources)
+    out = _stdout(nb.cells[0])
+    assert out == "built True\nRead-only file system\nRead-only file system\n", nb.cells[0].outputs
