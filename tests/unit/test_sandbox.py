@@ -18,25 +18,30 @@ pytestmark = pytest.mark.skipif(sandbox.problem() is not None, reason=str(sandbo
 # a course outside /tmp (as course/ in a clone is): the sandbox must hide it by itself
 OUTSIDE_TMP = sandbox.REPO / "build"
 
-PROBE = r"""
-import os, sys, json
-course, work, stage = sys.argv[1:4]
-report = {"course": sorted(os.listdir(course)) if os.path.isdir(course) else None}
+# in each probe: write a file (and its folders), saying "written" or why not
+TRIES = """\
 def tries(path):
     try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "a") as f:
             f.write("x")
         return "written"
     except OSError as exc:
         return exc.strerror
-report["class gradebook"] = tries(os.path.join(course, "gradebook.db"))
+"""
+
+PROBE = r"""
+import os, sys, json
+course, work, stage = sys.argv[1:4]
+report = {"course": sorted(os.listdir(course)) if os.path.isdir(course) else None}
+{TRIES}report["class gradebook"] = tries(os.path.join(course, "gradebook.db"))
 report["root"] = tries("/vandal")
 report["stage gradebook"] = tries(os.path.join(stage, "gradebook.db"))
 report["own folder"] = tries(os.path.join(stage, "autograded", "ann", "x.txt"))
 report["work"] = tries(os.path.join(work, "tmp", "x"))
 report["home"] = sorted(os.listdir(os.path.expanduser("~")))
 print(json.dumps(report))
-"""
+""".replace("{TRIES}", TRIES)
 
 
 @pytest.fixture
@@ -125,15 +130,7 @@ LEAVE_BEHIND = r"""
 import json, os, signal, sys
 home, scratch = os.environ["HOME"], os.environ["IPYTHONDIR"]
 seen = {"home": sorted(os.listdir(home)), "scratch": sorted(os.listdir(os.path.dirname(scratch)))}
-def tries(path):
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write("print('planted')")
-        return "written"
-    except OSError as exc:
-        return exc.strerror
-seen["home startup"] = tries(os.path.join(home, ".ipython/profile_default/startup/a.py"))
+{TRIES}seen["home startup"] = tries(os.path.join(home, ".ipython/profile_default/startup/a.py"))
 seen["scratch startup"] = tries(os.path.join(scratch, "profile_default/startup/a.py"))
 seen["kept"] = os.listdir(sys.argv[1])
 try:
@@ -143,7 +140,7 @@ except ProcessLookupError:
     seen["signal outside"] = "no such process"
 seen["safe path"] = sys.flags.safe_path
 print(json.dumps(seen))
-"""
+""".replace("{TRIES}", TRIES)
 
 
 def test_a_confined_process_keeps_nothing_and_reaches_no_process_outside(tmp_path):
