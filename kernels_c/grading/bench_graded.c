@@ -2,80 +2,137 @@
  *
  * Linked into the learner's executable, these definitions of MPI_* take the place of the MPI
  * library's for the learner's calls and reach the library through PMPI_* (the MPI standard's
- * profiling interface), so whatever point-to-point calls the program uses are seen without
- * touching its source. Three switches, read from the environment at MPI_Init:
+ * profiling interface), so the program is graded by what it does, however it is written. Every
+ * way to send a point-to-point message is seen: blocking (Send, Ssend, Rsend, Bsend),
+ * non-blocking (Isend, Issend, Irsend, Ibsend), persistent (the four *_init, then Start or
+ * Startall), combined (Sendrecv, Sendrecv_replace, Isendrecv, Isendrecv_replace), and the
+ * large-count *_c form of each. Receives are not counted: a message is charged once, where it
+ * leaves, so a program may receive into a buffer of any capacity, with any call.
  *
- *   PP_BENCH_LOG=PATH     at MPI_Finalize each rank writes PATH.rankR: one line
- *                         "sent BYTES COUNT" per message size it sent (to any peer);
- *   PP_BENCH_FAKE_CLOCK=L,B  MPI_Wtime is a fake clock that only point-to-point calls move,
- *                         by (rank + 1) * (L + bytes * B) seconds per message sent or received
- *                         ("1" for L = 1 us, B = 1 ns): a correct program then reports, per
- *                         size, exactly the slowest rank's one-way time (see cbench.py);
+ * Three switches, read from the environment at MPI_Init and then removed from it:
+ *
+ *   PP_BENCH_LOG=PATH     at MPI_Finalize each rank writes PATH.rankR, one line per event in
+ *                         order: "send BYTES" for a message it sent, "sync" for a call that
+ *                         synchronises the ranks (Barrier, Ibarrier, Allreduce, Allgather,
+ *                         Alltoall);
+ *   PP_BENCH_FAKE_CLOCK=L,B,SEED  MPI_Wtime is a fake clock that only sends move: on rank r a
+ *                         message of b bytes adds 2 (r + 1) (L + b B) seconds, and on rank 1
+ *                         its k-th message of that size adds (1 + jitter(SEED, k)) times that
+ *                         (jitter in [0, 0.5), see jitter() below and cbench.fake_jitter). A
+ *                         correct program then reports, per size, exactly the median over its
+ *                         timed round trips of rank 1's one-way time (see cbench.py); the mean,
+ *                         the minimum or timed warm-up round trips give other numbers;
  *   PP_BENCH_CORRUPT=1    every message rank 1 sends to rank 0 leaves with one byte flipped:
  *                         a program that checks the echo must notice and fail.
- * The switches are removed from the environment once read, so the program does not see them.
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PP_BENCH_LATENCY_S 1e-6  /* the fake clock's defaults */
+#define PP_BENCH_LATENCY_S 1e-6 /* the fake clock's defaults */
 #define PP_BENCH_S_PER_BYTE 1e-9
-#define PP_BENCH_SIZES 64 /* distinct message sizes counted; enough for 1 B .. 2^62 B */
+#define PP_BENCH_JITTER 0.5       /* rank 1's extra cost per message: a fraction in [0, this) */
+#define PP_BENCH_SIZES 64         /* distinct message sizes counted; enough for 1 B .. 2^62 B */
+#define PP_BENCH_EVENTS (1 << 22) /* events logged at most (then the log says "truncated") */
+#define PP_BENCH_PERSISTENT 256   /* persistent send requests alive at once */
+#define SYNC (-1)
 
 static int fake_clock, corrupt, my_rank;
 static double fake_latency_s = PP_BENCH_LATENCY_S, fake_s_per_byte = PP_BENCH_S_PER_BYTE;
-static const char *log_path;
+static uint64_t jitter_seed;
 static double fake_now = 1000.0;
 static long long sizes_sent[PP_BENCH_SIZES];
 static long long count_sent[PP_BENCH_SIZES];
 static int nsizes;
+static char log_path[4096];
+static long long *events;
+static size_t nevents, capacity;
+static int truncated;
 
-static long long bytes_of(int count, MPI_Datatype type)
+static long long bytes_of(long long count, MPI_Datatype type)
 {
     int size = 0;
     PMPI_Type_size(type, &size);
-    return (long long)count * size;
+    return count * size;
 }
 
-static void moved(long long bytes)
+static void record(long long event)
 {
-    if (fake_clock)
-        fake_now += (my_rank + 1) * (fake_latency_s + (double)bytes * fake_s_per_byte);
-}
-
-static void sent(int count, MPI_Datatype type)
-{
-    long long bytes = bytes_of(count, type);
-    moved(bytes);
-    for (int i = 0; i < nsizes; i++) {
-        if (sizes_sent[i] == bytes) {
-            count_sent[i]++;
+    if (log_path[0] == '\0')
+        return;
+    if (nevents == capacity) {
+        size_t more = capacity ? 2 * capacity : 4096;
+        long long *grown = more <= PP_BENCH_EVENTS ? realloc(events, more * sizeof *events) : NULL;
+        if (grown == NULL) {
+            truncated = 1;
             return;
         }
+        events = grown;
+        capacity = more;
     }
+    events[nevents++] = event;
+}
+
+/* How many messages of this size this rank sent before this one (and count this one). */
+static long long sends_before(long long bytes)
+{
+    for (int i = 0; i < nsizes; i++)
+        if (sizes_sent[i] == bytes)
+            return count_sent[i]++;
     if (nsizes < PP_BENCH_SIZES) {
         sizes_sent[nsizes] = bytes;
         count_sent[nsizes++] = 1;
     }
+    return 0;
+}
+
+/* A number in [0, PP_BENCH_JITTER) for the k-th message of a size: splitmix64 of seed + k
+ * times the golden ratio, its top 53 bits as a fraction (cbench.fake_jitter computes the same). */
+static double jitter(long long k)
+{
+    uint64_t z = jitter_seed + (uint64_t)k * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0) * PP_BENCH_JITTER;
+}
+
+static void sent(long long bytes)
+{
+    long long k = sends_before(bytes);
+    record(bytes);
+    if (fake_clock) {
+        double cost = 2.0 * (my_rank + 1) * (fake_latency_s + (double)bytes * fake_s_per_byte);
+        fake_now += my_rank == 1 ? cost * (1.0 + jitter(k)) : cost;
+    }
+}
+
+static int corrupts(const void *buf, long long bytes, int dest)
+{
+    return corrupt && my_rank == 1 && dest == 0 && bytes > 0 && buf != NULL;
 }
 
 /* What actually leaves: buf itself, or (PP_BENCH_CORRUPT, rank 1 to rank 0) a copy with one byte
  * flipped. The copy of a non-blocking send must outlive the call: it is never freed. */
-static const void *outgoing(const void *buf, int count, MPI_Datatype type, int dest, int *copied)
+static const void *outgoing(const void *buf, long long bytes, int dest)
 {
-    long long bytes = bytes_of(count, type);
-    *copied = 0;
-    if (!corrupt || my_rank != 1 || dest != 0 || bytes <= 0 || buf == NULL)
+    if (!corrupts(buf, bytes, dest))
         return buf;
     unsigned char *copy = malloc((size_t)bytes);
     if (copy == NULL)
         return buf;
     memcpy(copy, buf, (size_t)bytes);
     copy[bytes / 2] ^= 0x5a;
-    *copied = 1;
     return copy;
+}
+
+/* A buffer sent and then replaced by what arrives (Sendrecv_replace): flipped where it is. */
+static void flip_in_place(void *buf, long long bytes, int dest)
+{
+    if (corrupts(buf, bytes, dest))
+        ((unsigned char *)buf)[bytes / 2] ^= 0x5a;
 }
 
 static int getflag(const char *name)
@@ -84,25 +141,24 @@ static int getflag(const char *name)
     return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }
 
-static char log_copy[4096];
-
 static void start(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     fake_clock = getflag("PP_BENCH_FAKE_CLOCK");
     if (fake_clock) {
         double latency, per_byte;
-        if (sscanf(getenv("PP_BENCH_FAKE_CLOCK"), "%lf,%lf", &latency, &per_byte) == 2) {
+        unsigned long long seed = 0;
+        int got = sscanf(getenv("PP_BENCH_FAKE_CLOCK"), "%lf,%lf,%llu", &latency, &per_byte, &seed);
+        if (got >= 2) {
             fake_latency_s = latency;
             fake_s_per_byte = per_byte;
         }
+        jitter_seed = (uint64_t)seed;
     }
     corrupt = getflag("PP_BENCH_CORRUPT");
     const char *log = getenv("PP_BENCH_LOG");
-    if (log != NULL) {
-        snprintf(log_copy, sizeof log_copy, "%s", log);
-        log_path = log_copy;
-    }
+    if (log != NULL)
+        snprintf(log_path, sizeof log_path, "%s", log);
     unsetenv("PP_BENCH_FAKE_CLOCK");
     unsetenv("PP_BENCH_CORRUPT");
     unsetenv("PP_BENCH_LOG");
@@ -124,13 +180,19 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
-    if (log_path != NULL && log_path[0] != '\0') {
-        char path[4096];
+    if (log_path[0] != '\0') {
+        char path[4200];
         snprintf(path, sizeof path, "%s.rank%d", log_path, my_rank);
         FILE *f = fopen(path, "w");
         if (f != NULL) {
-            for (int i = 0; i < nsizes; i++)
-                fprintf(f, "sent %lld %lld\n", sizes_sent[i], count_sent[i]);
+            for (size_t i = 0; i < nevents; i++) {
+                if (events[i] == SYNC)
+                    fputs("sync\n", f);
+                else
+                    fprintf(f, "send %lld\n", events[i]);
+            }
+            if (truncated)
+                fputs("truncated\n", f);
             fclose(f);
         }
     }
@@ -142,82 +204,225 @@ double MPI_Wtime(void)
     return fake_clock ? fake_now : PMPI_Wtime();
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+/* -- sends: blocking, non-blocking, int and large counts --------------------------------------- */
+#define BLOCKING_SEND(NAME, COUNT)                                                                 \
+    int NAME(const void *buf, COUNT count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)    \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)count, type);                                        \
+        const void *out = outgoing(buf, bytes, dest);                                              \
+        sent(bytes);                                                                               \
+        int rc = P##NAME(out, count, type, dest, tag, comm);                                       \
+        if (out != buf)                                                                            \
+            free((void *)out);                                                                     \
+        return rc;                                                                                 \
+    }
+
+#define NONBLOCKING_SEND(NAME, COUNT)                                                              \
+    int NAME(const void *buf, COUNT count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,    \
+             MPI_Request *request)                                                                 \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)count, type);                                        \
+        const void *out = outgoing(buf, bytes, dest);                                              \
+        sent(bytes);                                                                               \
+        return P##NAME(out, count, type, dest, tag, comm, request);                                \
+    }
+
+BLOCKING_SEND(MPI_Send, int)
+BLOCKING_SEND(MPI_Ssend, int)
+BLOCKING_SEND(MPI_Rsend, int)
+BLOCKING_SEND(MPI_Bsend, int)
+NONBLOCKING_SEND(MPI_Isend, int)
+NONBLOCKING_SEND(MPI_Issend, int)
+NONBLOCKING_SEND(MPI_Irsend, int)
+NONBLOCKING_SEND(MPI_Ibsend, int)
+
+/* -- persistent sends: counted (and corrupted) at every start ---------------------------------- */
+static struct persistent {
+    MPI_Request request;
+    const void *buf; /* the learner's buffer */
+    void *copy;      /* what the request sends when every echo is corrupted, else NULL */
+    long long bytes;
+    int used;
+} persistent[PP_BENCH_PERSISTENT];
+
+static struct persistent *persistent_of(MPI_Request request)
 {
-    int copied;
-    const void *out = outgoing(buf, count, type, dest, &copied);
-    sent(count, type);
-    int rc = PMPI_Send(out, count, type, dest, tag, comm);
-    if (copied)
-        free((void *)out);
-    return rc;
+    for (int i = 0; i < PP_BENCH_PERSISTENT; i++)
+        if (persistent[i].used && persistent[i].request == request)
+            return &persistent[i];
+    return NULL;
 }
 
-int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+/* The buffer a persistent send is made with: the learner's, or a copy refreshed at each start. */
+static const void *persistent_buffer(const void *buf, long long bytes, int dest, void **copy)
 {
-    int copied;
-    const void *out = outgoing(buf, count, type, dest, &copied);
-    sent(count, type);
-    int rc = PMPI_Ssend(out, count, type, dest, tag, comm);
-    if (copied)
-        free((void *)out);
-    return rc;
+    *copy = corrupts(buf, bytes, dest) ? malloc((size_t)bytes) : NULL;
+    return *copy != NULL ? *copy : buf;
 }
 
-int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+static void remember(MPI_Request request, const void *buf, void *copy, long long bytes)
 {
-    int copied;
-    const void *out = outgoing(buf, count, type, dest, &copied);
-    sent(count, type);
-    int rc = PMPI_Rsend(out, count, type, dest, tag, comm);
-    if (copied)
-        free((void *)out);
-    return rc;
+    for (int i = 0; i < PP_BENCH_PERSISTENT; i++) {
+        if (!persistent[i].used) {
+            persistent[i] = (struct persistent){request, buf, copy, bytes, 1};
+            return;
+        }
+    }
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-              MPI_Request *request)
+static void started(MPI_Request request)
 {
-    int copied;
-    const void *out = outgoing(buf, count, type, dest, &copied);
-    sent(count, type);
-    return PMPI_Isend(out, count, type, dest, tag, comm, request);
+    struct persistent *p = persistent_of(request);
+    if (p == NULL)
+        return; /* a persistent receive, or a request this layer did not make */
+    if (p->copy != NULL) {
+        memcpy(p->copy, p->buf, (size_t)p->bytes);
+        ((unsigned char *)p->copy)[p->bytes / 2] ^= 0x5a;
+    }
+    sent(p->bytes);
 }
 
-int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request)
+#define PERSISTENT_SEND(NAME, COUNT)                                                               \
+    int NAME(const void *buf, COUNT count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,    \
+             MPI_Request *request)                                                                 \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)count, type);                                        \
+        void *copy;                                                                                \
+        const void *use = persistent_buffer(buf, bytes, dest, &copy);                              \
+        int rc = P##NAME(use, count, type, dest, tag, comm, request);                              \
+        if (rc == MPI_SUCCESS)                                                                     \
+            remember(*request, buf, copy, bytes);                                                  \
+        return rc;                                                                                 \
+    }
+
+PERSISTENT_SEND(MPI_Send_init, int)
+PERSISTENT_SEND(MPI_Ssend_init, int)
+PERSISTENT_SEND(MPI_Rsend_init, int)
+PERSISTENT_SEND(MPI_Bsend_init, int)
+
+int MPI_Start(MPI_Request *request)
 {
-    int copied;
-    const void *out = outgoing(buf, count, type, dest, &copied);
-    sent(count, type);
-    return PMPI_Issend(out, count, type, dest, tag, comm, request);
+    started(*request);
+    return PMPI_Start(request);
 }
 
-int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
-             MPI_Status *status)
+int MPI_Startall(int count, MPI_Request requests[])
 {
-    moved(bytes_of(count, type));
-    return PMPI_Recv(buf, count, type, source, tag, comm, status);
+    for (int i = 0; i < count; i++)
+        started(requests[i]);
+    return PMPI_Startall(count, requests);
 }
 
-int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
-              MPI_Request *request)
+int MPI_Request_free(MPI_Request *request)
 {
-    moved(bytes_of(count, type));
-    return PMPI_Irecv(buf, count, type, source, tag, comm, request);
+    struct persistent *p = persistent_of(*request);
+    if (p != NULL)
+        p->used = 0; /* its copy may still be in flight: kept */
+    return PMPI_Request_free(request);
 }
 
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
-                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
-                 MPI_Comm comm, MPI_Status *status)
+/* -- combined send and receive ------------------------------------------------------------------ */
+#define SENDRECV(NAME, COUNT)                                                                      \
+    int NAME(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int dest, int sendtag,   \
+             void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int source, int recvtag,       \
+             MPI_Comm comm, MPI_Status *status)                                                    \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)sendcount, sendtype);                                \
+        const void *out = outgoing(sendbuf, bytes, dest);                                          \
+        sent(bytes);                                                                               \
+        int rc = P##NAME(out, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,    \
+                         source, recvtag, comm, status);                                           \
+        if (out != sendbuf)                                                                        \
+            free((void *)out);                                                                     \
+        return rc;                                                                                 \
+    }
+
+#define ISENDRECV(NAME, COUNT)                                                                     \
+    int NAME(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int dest, int sendtag,   \
+             void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int source, int recvtag,       \
+             MPI_Comm comm, MPI_Request *request)                                                  \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)sendcount, sendtype);                                \
+        const void *out = outgoing(sendbuf, bytes, dest);                                          \
+        sent(bytes);                                                                               \
+        return P##NAME(out, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,      \
+                       source, recvtag, comm, request);                                            \
+    }
+
+#define SENDRECV_REPLACE(NAME, COUNT)                                                              \
+    int NAME(void *buf, COUNT count, MPI_Datatype type, int dest, int sendtag, int source,         \
+             int recvtag, MPI_Comm comm, MPI_Status *status)                                       \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)count, type);                                        \
+        flip_in_place(buf, bytes, dest);                                                           \
+        sent(bytes);                                                                               \
+        return P##NAME(buf, count, type, dest, sendtag, source, recvtag, comm, status);            \
+    }
+
+#define ISENDRECV_REPLACE(NAME, COUNT)                                                             \
+    int NAME(void *buf, COUNT count, MPI_Datatype type, int dest, int sendtag, int source,         \
+             int recvtag, MPI_Comm comm, MPI_Request *request)                                     \
+    {                                                                                              \
+        long long bytes = bytes_of((long long)count, type);                                        \
+        flip_in_place(buf, bytes, dest);                                                           \
+        sent(bytes);                                                                               \
+        return P##NAME(buf, count, type, dest, sendtag, source, recvtag, comm, request);           \
+    }
+
+SENDRECV(MPI_Sendrecv, int)
+SENDRECV_REPLACE(MPI_Sendrecv_replace, int)
+
+#if MPI_VERSION >= 4
+ISENDRECV(MPI_Isendrecv, int)
+ISENDRECV_REPLACE(MPI_Isendrecv_replace, int)
+BLOCKING_SEND(MPI_Send_c, MPI_Count)
+BLOCKING_SEND(MPI_Ssend_c, MPI_Count)
+BLOCKING_SEND(MPI_Rsend_c, MPI_Count)
+BLOCKING_SEND(MPI_Bsend_c, MPI_Count)
+NONBLOCKING_SEND(MPI_Isend_c, MPI_Count)
+NONBLOCKING_SEND(MPI_Issend_c, MPI_Count)
+NONBLOCKING_SEND(MPI_Irsend_c, MPI_Count)
+NONBLOCKING_SEND(MPI_Ibsend_c, MPI_Count)
+PERSISTENT_SEND(MPI_Send_init_c, MPI_Count)
+PERSISTENT_SEND(MPI_Ssend_init_c, MPI_Count)
+PERSISTENT_SEND(MPI_Rsend_init_c, MPI_Count)
+PERSISTENT_SEND(MPI_Bsend_init_c, MPI_Count)
+SENDRECV(MPI_Sendrecv_c, MPI_Count)
+SENDRECV_REPLACE(MPI_Sendrecv_replace_c, MPI_Count)
+ISENDRECV(MPI_Isendrecv_c, MPI_Count)
+ISENDRECV_REPLACE(MPI_Isendrecv_replace_c, MPI_Count)
+#endif
+
+/* -- calls that synchronise the ranks: logged, so that a Barrier after the warm-up is seen ------ */
+int MPI_Barrier(MPI_Comm comm)
 {
-    int copied;
-    const void *out = outgoing(sendbuf, sendcount, sendtype, dest, &copied);
-    sent(sendcount, sendtype);
-    moved(bytes_of(recvcount, recvtype));
-    int rc = PMPI_Sendrecv(out, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                           source, recvtag, comm, status);
-    if (copied)
-        free((void *)out);
-    return rc;
+    record(SYNC);
+    return PMPI_Barrier(comm);
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    record(SYNC);
+    return PMPI_Ibarrier(comm, request);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm)
+{
+    record(SYNC);
+    return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    record(SYNC);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    record(SYNC);
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }

@@ -555,33 +555,40 @@ def run_benchmark(path="bench.c", out="bench.csv", max_bytes=1 << 22, reps=1000,
 
 
 def bench_messages(path="bench.c", max_bytes=1 << 10, reps=12, warmup=5) -> None:
-    """How many messages of each size rank 0 sent (with REPS and WARMUP as given)."""
+    """How many messages of each size each rank sent (with REPS and WARMUP as given), and
+    whether the ranks synchronised between the warm-up and the timed round trips."""
     from .grading import cbench
 
     try:
-        table, sent = cbench.message_counts(path, max_bytes, reps, warmup)
+        table, events = cbench.message_log(path, max_bytes, reps, warmup)
     except AssertionError as exc:
         raise RuntimeError(str(exc)) from None
-    print(f"REPS={reps}, WARMUP={warmup}: rank 0 should send each size {reps + warmup} times")
+    print(f"REPS={reps}, WARMUP={warmup}: each rank should send each size {reps + warmup} times")
+    counts = {rank: cbench.sent_counts(events[rank]) for rank in (0, 1)}
+    print("  nbytes  rank 0  rank 1  Barrier after the warm-up")
     for nbytes in cbench.bench_sizes(max_bytes):
-        print(f"{nbytes:>8} B: {sent.get(nbytes, 0):>4} messages")
+        synced = all(cbench.synchronised_after_warmup(events[r], nbytes, warmup) for r in (0, 1))
+        print(f"{nbytes:>8} {counts[0].get(nbytes, 0):>7} {counts[1].get(nbytes, 0):>7}  "
+              f"{'yes' if synced else 'no'}")  # fmt: skip
     print(f"reps column: {sorted({int(r) for r in table['reps']})}")
 
 
 def bench_fake_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2) -> None:
-    """The program's times under a fake MPI_Wtime, next to the slowest rank's one-way time."""
+    """The program's times under a fake MPI_Wtime, next to the median of the slowest rank's
+    one-way times (each of its messages costs a little more or less than the last)."""
     from .grading import cbench
 
+    clock = cbench.draw_fake_clock(reps, warmup, seed=0)
     try:
-        table = cbench.fake_clock_table(path, max_bytes, reps, warmup)
+        table, first = cbench.fake_clock_run(path, max_bytes, reps, warmup, clock)
     except AssertionError as exc:
         raise RuntimeError(str(exc)) from None
-    want = cbench.fake_one_way_s(table["nbytes"])
-    print("   nbytes   yours (s)    slowest rank (s)")
-    for n, got, w in zip(table["nbytes"], table["t_median_s"], want, strict=True):
-        print(
-            f"{int(n):>9} {got:11.4g} {w:15.4g}  {'ok' if np.isclose(got, w, rtol=1e-3) else '<-'}"
-        )
+    print("   nbytes   yours (s)    median of the slowest rank (s)")
+    for n, got, start in zip(table["nbytes"], table["t_median_s"], first, strict=True):
+        a, b = clock.medians(n, max(int(start), 0))
+        ok = start >= 0 and a * (1 - 1e-3) <= got <= b * (1 + 1e-3)
+        want = f"{a:.4g}" if np.isclose(a, b) else f"{a:.4g} .. {b:.4g}"
+        print(f"{int(n):>9} {got:11.4g} {want:>21}  {'ok' if ok else '<-'}")
 
 
 def bench_corrupted(path="bench.c") -> None:

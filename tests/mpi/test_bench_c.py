@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pingpong_lab.course import grading
@@ -56,6 +57,15 @@ _WARMUP = """    for (int i = 0; i < warmup; i++)
         round_trip(comm, rank, sendbuf, recvbuf, nbytes);
 """
 _CHECK = "    return rank == 0 && memcmp(sendbuf, recvbuf, (size_t)nbytes) != 0;\n"
+_BARRIER = "    MPI_Barrier(comm);\n"
+_TAG = "#define TAG 0\n"
+_ARGS = "    int max_bytes = atoi(argv[2]), reps = atoi(argv[3]), warmup = atoi(argv[4]);\n"
+_SAMPLES = """    double *samples = malloc(sizeof(double) * (size_t)reps);
+    double *slowest = malloc(sizeof(double) * (size_t)reps);
+"""
+_FINALIZE = "    MPI_Finalize();\n    return 0;\n"
+_HEADER = '        fprintf(out, "nbytes,reps,t_median_s\\n");\n'
+_MEDIAN = "    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);\n"
 _ROUND_TRIP = """    if (rank == 0) {
         MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, TAG, comm);
         MPI_Recv(recvbuf, nbytes, MPI_BYTE, 1, TAG, comm, MPI_STATUS_IGNORE);
@@ -124,6 +134,148 @@ VARIANTS = {
     ],
 }
 
+VARIANTS.update(
+    {
+        # receives into the whole buffer (its capacity), the echo as long as what arrived
+        "whole-buffer receives, MPI_Get_count": [
+            (_TAG, _TAG + "static int capacity; /* bytes in recvbuf */\n"),
+            (_ARGS, _ARGS + "    capacity = max_bytes;\n"),
+            (
+                _ROUND_TRIP,
+                """    if (rank == 0) {
+        MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, TAG, comm);
+        MPI_Recv(recvbuf, capacity, MPI_BYTE, 1, TAG, comm, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Status status;
+        int got;
+        MPI_Recv(recvbuf, capacity, MPI_BYTE, 0, TAG, comm, &status);
+        MPI_Get_count(&status, MPI_BYTE, &got);
+        MPI_Send(recvbuf, got, MPI_BYTE, 0, TAG, comm);
+    }
+""",
+            ),
+        ],
+        "persistent requests, Startall": [
+            (
+                _ROUND_TRIP,
+                """    MPI_Request req[2];
+    if (rank == 0) {
+        MPI_Send_init(sendbuf, nbytes, MPI_BYTE, 1, TAG, comm, &req[0]);
+        MPI_Recv_init(recvbuf, nbytes, MPI_BYTE, 1, TAG, comm, &req[1]);
+        MPI_Startall(2, req);
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+        MPI_Request_free(&req[0]);
+        MPI_Request_free(&req[1]);
+    } else if (rank == 1) {
+        MPI_Recv_init(recvbuf, nbytes, MPI_BYTE, 0, TAG, comm, &req[0]);
+        MPI_Send_init(recvbuf, nbytes, MPI_BYTE, 0, TAG, comm, &req[1]);
+        MPI_Start(&req[0]);
+        MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+        MPI_Start(&req[1]);
+        MPI_Wait(&req[1], MPI_STATUS_IGNORE);
+        MPI_Request_free(&req[0]);
+        MPI_Request_free(&req[1]);
+    }
+""",
+            ),
+        ],
+        "buffered sends (Bsend, an attached buffer)": [
+            (_ROUND_TRIP, _ROUND_TRIP.replace("MPI_Send(", "MPI_Bsend(")),
+            (
+                _SAMPLES,
+                _SAMPLES
+                + """    int attached = max_bytes + MPI_BSEND_OVERHEAD;
+    MPI_Buffer_attach(malloc((size_t)attached), attached);
+""",
+            ),
+            (
+                _FINALIZE,
+                """    void *detached;
+    int detached_size;
+    MPI_Buffer_detach(&detached, &detached_size);
+    free(detached);
+"""
+                + _FINALIZE,
+            ),
+        ],
+        "Sendrecv_replace on rank 0, matched probe (Mprobe, Mrecv) on rank 1": [
+            (
+                _ROUND_TRIP,
+                """    if (rank == 0) {
+        memcpy(recvbuf, sendbuf, (size_t)nbytes);
+        MPI_Sendrecv_replace(recvbuf, nbytes, MPI_BYTE, 1, TAG, 1, TAG, comm, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Message message;
+        MPI_Status status;
+        int got;
+        MPI_Mprobe(0, TAG, comm, &message, &status);
+        MPI_Get_count(&status, MPI_BYTE, &got);
+        MPI_Mrecv(recvbuf, got, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+        MPI_Send(recvbuf, got, MPI_BYTE, 0, TAG, comm);
+    }
+""",
+            ),
+        ],
+        "Isendrecv, large-count calls (MPI 4)": [
+            (
+                _ROUND_TRIP,
+                """    if (rank == 0) {
+        MPI_Request req;
+        MPI_Isendrecv(sendbuf, nbytes, MPI_BYTE, 1, TAG, recvbuf, nbytes, MPI_BYTE, 1, TAG, comm,
+                      &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Recv_c(recvbuf, (MPI_Count)nbytes, MPI_BYTE, 0, TAG, comm, MPI_STATUS_IGNORE);
+        MPI_Send_c(recvbuf, (MPI_Count)nbytes, MPI_BYTE, 0, TAG, comm);
+    }
+""",
+            ),
+        ],
+        # columns in another order with one more; an even count's median as its upper middle
+        "other column order, an extra column, the upper median": [
+            (_HEADER, '        fprintf(out, "t_median_s,nbytes,reps,t_min_s\\n");\n'),
+            (
+                _ROW,
+                """        {
+            double m = median(slowest, reps); /* sorts slowest */
+            fprintf(out, "%.9e,%d,%d,%.9e\\n", m, nbytes, reps, slowest[0]);
+        }""",
+            ),
+            (_MEDIAN, "    return values[n / 2];\n"),
+        ],
+    }
+)
+
+_MEAN_ROW = """        {
+            double sum = 0;
+            for (int i = 0; i < reps; i++)
+                sum += slowest[i];
+            fprintf(out, "%d,%d,%.9e\\n", nbytes, reps, sum / reps);
+        }"""
+_MIN_ROW = """        {
+            double least = slowest[0];
+            for (int i = 1; i < reps; i++)
+                least = slowest[i] < least ? slowest[i] : least;
+            fprintf(out, "%d,%d,%.9e\\n", nbytes, reps, least);
+        }"""
+# the warm-up round trips are timed too, and their samples counted with the others
+_TIMED_WARMUP = [
+    (
+        _WARMUP,
+        """    double start = MPI_Wtime();
+    for (int i = 0; i < warmup; i++) {
+        round_trip(comm, rank, sendbuf, recvbuf, nbytes);
+        double now = MPI_Wtime();
+        samples[reps + i] = (now - start) / 2.0;
+        start = now;
+    }
+""",
+    ),
+    (_REDUCE, _REDUCE.replace("reps,", "reps + warmup,")),
+    (_ROW, _ROW.replace("median(slowest, reps)", "median(slowest, reps + warmup)")),
+    (_SAMPLES, _SAMPLES.replace("(size_t)reps", "(size_t)(reps + warmup)")),
+]
+
 # shortcut -> (edits, the checks it must fail); every other check must pass
 SHORTCUTS = {
     "a constant time, nothing measured": (
@@ -141,8 +293,12 @@ SHORTCUTS = {
             (_REDUCE, _REDUCE.replace("reps", "1")),
             (_ROW, _ROW.replace("median(slowest, reps)", "median(slowest, 1)")),
         ],
-        {"messages"},
+        {"messages", "fake_clock"},  # too few sent; one sample is not the median of REPS
     ),
+    "no Barrier after the warm-up": ([(_BARRIER, "")], {"messages"}),
+    "the mean, not the median": ([(_ROW, _MEAN_ROW)], {"fake_clock"}),
+    "the smallest sample, not the median": ([(_ROW, _MIN_ROW)], {"fake_clock"}),
+    "the warm-up round trips timed and counted": (_TIMED_WARMUP, {"fake_clock"}),
     "rank 0's own time, no maximum over ranks": (
         [(_REDUCE, "    memcpy(slowest, samples, sizeof(double) * (size_t)reps);\n")],
         {"fake_clock"},
@@ -207,6 +363,42 @@ def test_the_fake_clock_says_which_rank_was_timed(build_here):
         grading.check_bench_fake_clock(path)
 
 
+@pytest.mark.parametrize(
+    ("edits", "says"),
+    [
+        (SHORTCUTS["the mean, not the median"][0], "mean of the samples"),
+        (SHORTCUTS["the smallest sample, not the median"][0], "smallest sample"),
+        (_TIMED_WARMUP, "warm-up round trips among the samples"),
+    ],
+    ids=["mean", "minimum", "timed warm-up"],
+)
+def test_the_fake_clock_names_the_summary_that_was_reported(build_here, edits, says):
+    with pytest.raises(AssertionError, match=says):
+        grading.check_bench_fake_clock(_program(build_here, edits), seed=5)
+
+
+def test_the_messages_check_names_the_missing_barrier(build_here):
+    path = _program(build_here, SHORTCUTS["no Barrier after the warm-up"][0])
+    with pytest.raises(AssertionError, match="no MPI_Barrier between the 5 warm-up"):
+        grading.check_bench_messages(path)
+
+
+def test_the_fake_clock_tells_every_wrong_summary_from_the_median():
+    for reps, warmup in ((10, 2), (5, 0), (12, 5), (3, 1)):
+        for seed in range(20):
+            clock = cbench.draw_fake_clock(reps, warmup, seed)
+            assert clock.distinct(), (reps, warmup, seed)
+            lo, hi = clock.medians(8, warmup)
+            assert lo <= hi and lo > 2 * clock.rank0(8)  # rank 1 is the slower, every message
+    assert cbench.draw_fake_clock(2, 1, 0).reps == 2  # too few samples to tell: drawn all the same
+
+
+def test_the_jitter_is_the_layers():
+    """cbench.fake_jitter computes what bench_graded.c's jitter() does: splitmix64 values."""
+    # splitmix64 from state 0: its first output is 0xE220A8397B1DCDAF
+    assert cbench.fake_jitter(0, [1])[0] == (0xE220A8397B1DCDAF >> 11) / (1 << 53) * 0.5
+
+
 def test_the_unfinished_program_is_reported_as_not_implemented(build_here):
     source = solution_bench()
     start, end = "/* BEGIN SOLUTION */", "/* END SOLUTION */"
@@ -225,3 +417,42 @@ def test_a_program_that_hangs_is_stopped_at_the_deadline(build_here, monkeypatch
     exe = cbench.build_bench(path)
     with pytest.raises(AssertionError, match="did not finish within"):
         cbench.run_bench(exe, build_here / "x.csv", 64, 2, 2, timeout=5)
+
+
+def _tables(times: list[float], max_bytes=1 << 4):
+    """CSV tables of one-way times t * (1 + nbytes / 4), a run per t (bandwidth-like growth)."""
+    sizes = np.array(cbench.bench_sizes(max_bytes), dtype=float)
+    return iter({"nbytes": sizes, "reps": sizes * 0 + 5, "t_median_s": t * (1 + sizes / 4)}
+                for t in times)  # fmt: skip
+
+
+def _references(times: list[float], max_bytes=1 << 4):
+    sizes = cbench.bench_sizes(max_bytes)
+    return iter({b: t * (1 + b / 4) for b in sizes} for t in times)
+
+
+@pytest.mark.parametrize(
+    ("yours", "reference", "outcome"),
+    [
+        # one stall each, in turn: the medians of the runs so far agree
+        ([1e-4, 1e-6, 1e-4], [1e-6, 1e-4, 1e-6], "pass"),
+        # 50x too slow every time, the kernel steady: a wrong program
+        ([5e-5] * 5, [1e-6] * 5, "fail"),
+        # 50x too slow, but the kernel's own runs disagree 30x: too noisy to tell
+        ([5e-5] * 5, [1e-6, 1e-6, 3e-5, 1e-6, 3e-5], "note"),
+    ],
+    ids=["stalls in turn", "always off", "too noisy"],
+)
+def test_the_real_time_check_decides_on_interleaved_medians(
+    monkeypatch, capsys, yours, reference, outcome
+):
+    mine, theirs = _tables(yours), _references(reference)
+    monkeypatch.setattr(cbench, "build_bench", lambda path: "bench")
+    monkeypatch.setattr(cbench, "_run_and_read", lambda *a, **k: next(mine))
+    monkeypatch.setattr(cbench, "reference_bench", lambda *a, **k: next(theirs))
+    if outcome == "fail":
+        with pytest.raises(AssertionError, match="in 5 runs each, your times were 50x"):
+            cbench.check_bench_against_reference(max_bytes=1 << 4)
+        return
+    assert cbench.check_bench_against_reference(max_bytes=1 << 4)
+    assert ("[grader note]" in capsys.readouterr().out) == (outcome == "note")
