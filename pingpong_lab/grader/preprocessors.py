@@ -17,7 +17,7 @@ from time import monotonic
 import nbformat
 import psutil
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_client.utils import ensure_async
+from jupyter_client.utils import ensure_async, run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
@@ -27,6 +27,7 @@ from .. import runtime
 from ..course.cells import is_c_cell, is_locked, is_test
 from ..engines.pool import EnginePool
 from .audit import KERNEL_ARGS, audit_notebook, unreadable
+from .judge_kernel import JudgeError, JudgeKernel, learner_reply, names_read
 from .sandbox import REPO, can_confine, confine_prefix
 
 GRADING_VAR = "PINGPONG_LAB_GRADING"
@@ -156,6 +157,7 @@ def cells_after_refusal(cells, findings) -> list[int]:
 
 
 NOT_RUN = "UnreadableCellError"
+JUDGE_ERROR = "JudgeError"
 RESOURCES_KEY = "pingpong_lab"  # what CrashTolerantExecute tells the later preprocessors
 
 
@@ -211,16 +213,20 @@ SET_DATA_LIMIT_AND_EXEC = (
 )
 
 
-def cells_to_replay(cells, crashed_at: int, skip) -> list[int]:
+def cells_to_replay(cells, crashed_at: int, skip, judged: bool = False) -> list[int]:
     """Indexes of the code cells above `crashed_at` that a fresh kernel runs again.
 
     All of them (a test cell may define names that later cells use) except those in `skip`:
-    the cells that killed a kernel, ran out of memory or ran past their time limit.
+    the cells that killed a kernel, ran out of memory or ran past their time limit; and the
+    test cells when they ran in the judge (judged), not in the learner's kernel.
     """
     return [
         i
         for i, cell in enumerate(cells[:crashed_at])
-        if cell.cell_type == "code" and cell.source.strip() and i not in skip
+        if cell.cell_type == "code"
+        and cell.source.strip()
+        and i not in skip
+        and not (judged and is_test(cell))
     ]
 
 
@@ -462,6 +468,12 @@ class CrashTolerantExecute(Execute):
     notebook_timeout bounds the whole notebook, restarts included: each cell's timeout is cut to
     the time left, and the cells after the deadline are not run (NotebookTimeoutError).
 
+    With judge (the default), every test cell runs in a second kernel, the judge, which never
+    runs a learner's line: it reads the learner's variables as data and calls the learner's
+    functions through a data-only channel (judge.py). A judge that dies or runs past the time
+    costs that test cell; a learner's function that does not return is interrupted (the
+    learner's kernel killed and restarted if it does not answer), as for a stuck cell.
+
     With engine_pool, the MPI engines that the notebook starts (`MPICluster(n=...)` in its code)
     are started before its kernel and lent to it (pingpong_lab/engines/pool.py): new engines
     for every notebook and after a kernel death, those lent before ended (a learner's code ran
@@ -488,6 +500,12 @@ class CrashTolerantExecute(Execute):
         "autograded/ folder (needs bubblewrap; without it they are not confined)",
     ).tag(config=True)
 
+    judge = Bool(
+        True,
+        help="Run test cells in a judge kernel of their own, which reaches the learner's "
+        "variables and functions only through a data-only channel (pingpong_lab/grader/judge.py)",
+    ).tag(config=True)
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", MemoryLimitedKernelManager)
         super().__init__(*args, **kwargs)
@@ -505,7 +523,11 @@ class CrashTolerantExecute(Execute):
         self._student = ((resources or {}).get("nbgrader") or {}).get("student")
         self._sizes = engine_sizes(nb.cells) if self.engine_pool else set()
         self._engines_ready()
-        return super().preprocess(nb, resources, km)
+        self._judge_kernel = None
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            self._stop_judge()
 
     def _confined(self, km: MemoryLimitedKernelManager) -> MemoryLimitedKernelManager:
         """km, confined to the student's autograded/ folder when `confine` is on: the course
@@ -581,6 +603,8 @@ class CrashTolerantExecute(Execute):
             cell.outputs = [error_output(NOT_RUN, str(self._unreadable[index]))]
             return cell, self.resources
         self._ran_over = None
+        if self.judge and is_test(cell):
+            return self._judged_cell(cell, resources, index)
         try:
             super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
@@ -616,6 +640,96 @@ class CrashTolerantExecute(Execute):
             self._skip.add(index)
             self._restart_and_replay(index)
         return cell, self.resources
+
+    # -- the judge -------------------------------------------------------------------------
+    def _judged_cell(self, cell, resources, index):
+        """Run a test cell in the judge while the learner's kernel serves it (judge.py)."""
+        judge = self._judge()
+        if judge is None:
+            cell.outputs = [error_output(JUDGE_ERROR, "the judge's kernel could not start")]
+            return cell, self.resources
+        timeout = self._get_timeout(cell) or 600
+        serving = self.kc.execute(judge.serve_code, silent=True, store_history=False)
+        try:
+            judge.begin(names_read(cell.source), timeout=min(timeout, 60))
+        except JudgeError as exc:
+            cell.outputs = [error_output(JUDGE_ERROR, str(exc))]
+            judge.end()
+            self._learner_served(serving, index)
+            return cell, self.resources
+        learner = self.km, self.kc
+        self.km, self.kc = judge.km, judge.kc
+        try:
+            super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self.km, self.kc = learner
+            cell.outputs.append(error_output(JUDGE_ERROR, "the judge's kernel died in this test"))
+            self._stop_judge()
+        except (KernelStuck, CellTimeoutError):
+            self.km, self.kc = learner
+            cell.outputs.append(self._timeout_output(cell, ended=True))
+            self._stop_judge()
+        finally:
+            self.km, self.kc = learner
+        if self._ran_over is not None:
+            cell.outputs = [o for o in cell.outputs if o.get("ename") != CELL_TIMEOUT]
+            cell.outputs.append(self._timeout_output(cell, ended=False))
+        if self._judge_kernel is not None:
+            self._judge_kernel.end()
+        self._learner_served(serving, index)
+        return cell, self.resources
+
+    def _judge(self) -> JudgeKernel | None:
+        """The notebook's judge, started at its first test cell (None if it cannot start)."""
+        if self._judge_kernel is not None and not self._judge_kernel.alive():
+            self._stop_judge()
+        if self._judge_kernel is None:
+            named = {"kernel_name": self.kernel_name} if self.kernel_name else {}
+            km = self.kernel_manager_class(config=self.config, **named)
+            judge = JudgeKernel(self._judge_confined(km), self.startup_timeout)
+            path = (self.resources or {}).get("metadata", {}).get("path") or None
+            try:
+                judge.start(path, self.extra_arguments)
+            except Exception as exc:
+                self.log.error("the judge's kernel did not start: %s", exc)
+                judge.stop()
+                return None
+            self._judge_kernel = judge
+        return self._judge_kernel
+
+    def _judge_confined(self, km):
+        """The judge sees the course, the code and the learner's folder read-only; it writes
+        only a folder of its own (its C builds). It borrows no engines."""
+        if isinstance(km, MemoryLimitedKernelManager) and self._confined(km).confine_readonly:
+            judge_dir = tempfile.mkdtemp(prefix="pingpong-lab-judge-")
+            atexit.register(shutil.rmtree, judge_dir, True)
+            km.confine_writable = [judge_dir]
+            km.kernel_env = {**km.kernel_env, "PINGPONG_LAB_BUILD": judge_dir}
+        return km
+
+    def _stop_judge(self) -> None:
+        judge, self._judge_kernel = getattr(self, "_judge_kernel", None), None
+        if judge is not None:
+            provisioner = getattr(judge.km, "provisioner", None)
+            process = getattr(provisioner, "process", None)
+            judge.stop()
+            end_process_tree(process, getattr(provisioner, "pgid", None))
+
+    def _learner_served(self, msg_id: str, index: int) -> None:
+        """Wait for the learner's kernel to end servant.serve: interrupted if it hangs in a
+        learner's function, killed and restarted (cells above replayed) if it does not answer."""
+        if run_sync(learner_reply)(self.kc, msg_id, self.interrupt_grace) is not None:
+            return
+        try:
+            run_sync(ensure_async)(self.km.interrupt_kernel())
+        except Exception as exc:
+            self.log.warning("cannot interrupt the learner's kernel: %s", exc)
+        if run_sync(learner_reply)(self.kc, msg_id, self.interrupt_grace) is not None:
+            return
+        self.log.warning("the learner's kernel is stuck after test cell %d: restarting it", index)
+        self._kill_kernel()
+        if not self._time_up():
+            self._restart_and_replay(index)
 
     def _kernel_exit_status(self):
         process = getattr(getattr(self.km, "provisioner", None), "process", None)
@@ -692,7 +806,7 @@ class CrashTolerantExecute(Execute):
 
         Returns the index of the cell the kernel died in (or stopped answering in), or None.
         """
-        for index in cells_to_replay(self.nb.cells, crashed_at, self._skip):
+        for index in cells_to_replay(self.nb.cells, crashed_at, self._skip, self.judge):
             left = self._time_left()
             if left is not None and left <= 0:
                 return None

@@ -29,10 +29,14 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _run(tmp_path, *sources, **traits):
-    """Run code cells (a source, or a cell made by _test) in a CrashTolerantExecute."""
+    """Run code cells (a source, or a cell made by _test) in a CrashTolerantExecute.
+
+    Test cells run in the learner's kernel here (judge off): they probe that kernel's crashes
+    and time limits; tests/course/test_judge.py runs them in the judge."""
     cells = [s if isinstance(s, dict) else nbformat.v4.new_code_cell(s) for s in sources]
     nb = nbformat.v4.new_notebook(cells=cells)
     traits.setdefault("timeout", 30)
+    traits.setdefault("judge", False)
     CrashTolerantExecute(**traits).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     return nb.cells
 
