@@ -338,7 +338,7 @@ def test_a_confined_kernel_past_its_time_limit_is_stopped(tmp_path):
             _test(f"{confined}\nassert x + 1 == 42", "after"),
         ]
     )
-    grader = _Watched(config=config, engine_pool=False, **FAST)
+    grader = _Watched(config=config, engine_pool=False, judge=False, **FAST)
     grader.preprocess(nb, {"metadata": {"path": str(work)}})
     cells = nb.cells
     assert _stdout(cells[0]) == "Read-only file system\n"  # the kernel ran confined
@@ -438,7 +438,7 @@ def test_nothing_a_confined_kernel_writes_runs_in_the_next_one(tmp_path):
             _test("import numpy\nassert 'PLANTED' not in globals()\nprint(numpy.__file__)", "t"),
         ]
     )
-    CrashTolerantExecute(config=config, engine_pool=False, timeout=60).preprocess(
+    CrashTolerantExecute(config=config, engine_pool=False, judge=False, timeout=60).preprocess(
         nb, {"metadata": {"path": str(work)}}
     )
     cells = nb.cells
