@@ -7,7 +7,7 @@ calls nest to any depth. Every message is JSON, one per line-prefixed frame, and
 in it is *data*:
 
     None, bool, int, float (nan and inf too), str, bytes, bytearray, list, tuple, dict,
-    numpy arrays and scalars of numbers or booleans,
+    set, frozenset, range, numpy arrays and scalars of numbers, booleans or text,
     a reference to an object that stays with the peer that holds it (a learner's function, a
     fake communicator): the other end gets a stand-in whose calls and attributes go back,
     an importable name (numpy.mean, mpi4py.MPI.MAX, a course function),
@@ -34,7 +34,7 @@ import numpy as np
 
 # modules whose attributes travel by name (the other end imports them itself)
 NAMED_MODULES = ("numpy", "math", "statistics", "mpi4py", "pingpong_lab")
-ARRAY_KINDS = "biufc"  # numbers and booleans: no object, string or structured arrays
+ARRAY_KINDS = "biufcUS"  # numbers, booleans and text: no object or structured arrays
 _HEADER = struct.Struct("!Q")
 _MPI_HANDLE = re.compile(r"mpi4py\.MPI\.[A-Z][A-Z0-9_]*")
 MAX_FRAME = 1 << 31
@@ -70,12 +70,12 @@ def importable_name(obj) -> str | None:
 
 
 def _mpi_constant(obj) -> str | None:
-    """'mpi4py.MPI.MAX' for the operations, datatypes and other handles mpi4py names."""
+    """'mpi4py.MPI.MAX' for the handles mpi4py names (operations, datatypes, MPI.IN_PLACE...)."""
     mpi = _loaded_mpi()
-    if mpi is None or not isinstance(obj, (mpi.Op, mpi.Datatype, mpi.Comm, mpi.Group)):
+    if mpi is None or type(obj).__module__ != "mpi4py.MPI":
         return None
     for name, value in vars(mpi).items():
-        if value is obj:
+        if value is obj and name.isupper():
             return f"mpi4py.MPI.{name}"
     return None
 
@@ -204,6 +204,9 @@ class Peer:
             return [self.encode(v, by_value) for v in value]
         if isinstance(value, dict):
             return {"$d": [[self.encode(k), self.encode(v, by_value)] for k, v in value.items()]}
+        if isinstance(value, (set, frozenset)):
+            kind = "$set" if isinstance(value, set) else "$fset"
+            return {kind: [self.encode(v) for v in value]}
         if isinstance(value, range):
             return {"$range": [value.start, value.stop, value.step]}
         name = importable_name(value)
@@ -254,6 +257,10 @@ class Peer:
             return tuple(self.decode(v) for v in value["$t"])
         if tag == "$d":
             return {self.decode(k): self.decode(v) for k, v in value["$d"]}
+        if tag == "$set":
+            return {self.decode(v) for v in value["$set"]}
+        if tag == "$fset":
+            return frozenset(self.decode(v) for v in value["$fset"])
         if tag == "$range":
             return range(*value["$range"])
         if tag == "$n":

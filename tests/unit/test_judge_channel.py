@@ -51,6 +51,14 @@ def _calls_back(f, n):
     return [f(i) for i in range(n)]
 
 
+def _reduces_in_place(comm, x):
+    from mpi4py import MPI
+
+    mine = np.array([x], dtype=np.int64)
+    comm.Allreduce(MPI.IN_PLACE, mine, op=MPI.MAX)
+    return int(mine[0])
+
+
 def _sorts_in_place(x):
     x.sort()
 
@@ -63,8 +71,9 @@ LEARNER = {
     "raises_own": _raises_own,
     "calls_back": _calls_back,
     "sorts_in_place": _sorts_in_place,
+    "reduces_in_place": _reduces_in_place,
     "t_c": np.array([1.5e-6, 2.5e-6]),
-    "table": {1: (2.0, "x"), "nan": math.nan},
+    "table": {1: (2.0, "x"), "nan": math.nan, "hosts": np.array(["a", "b"]), "s": {3, 4}},
     "grading": grading,
     "np": np,
 }
@@ -110,6 +119,7 @@ def test_data_comes_as_copies_and_functions_as_stand_ins(channel):
     assert set(got) == {"t_c", "table", "hello", "np", "grading"}
     assert isinstance(got["t_c"], np.ndarray) and got["t_c"].tolist() == [1.5e-6, 2.5e-6]
     assert got["table"][1] == (2.0, "x") and math.isnan(got["table"]["nan"])
+    assert got["table"]["hosts"].tolist() == ["a", "b"] and got["table"]["s"] == {3, 4}
     assert isinstance(got["hello"], Stand_in)
     assert got["np"] is np  # the judge's own numpy
     assert isinstance(got["grading"], judge.CourseModule)
@@ -124,6 +134,13 @@ def test_a_fake_communicator_stays_in_the_judge_and_records_the_learners_calls(c
     fake = grading.FakeComm(1, 2, incoming=lambda source, tag, n: np.arange(n, dtype=np.uint8))
     assert got["receive_into"](fake, np.zeros(4, np.uint8)) == 6
     assert [(op.kind, op.peer, op.nbytes) for op in fake.log] == [("Recv", 0, 4)]  # ours
+
+
+def test_mpis_handles_travel_by_name_to_the_judges_fakes(channel):
+    peer, _ = channel
+    comm = grading.FakeComm(0, 2, others=[9])
+    assert _describe(peer, ["reduces_in_place"])["reduces_in_place"](comm, 4) == 9
+    assert [op.kind for op in comm.log] == ["Allreduce"]
 
 
 def test_a_learners_array_changed_in_place_comes_back(channel):
