@@ -46,11 +46,23 @@ class ChannelClosed(ConnectionError):
 
 class RemoteError(Exception):
     """An exception raised at the other end whose type is not a builtin one: its name and
-    message, never the object."""
+    message, never the object (raised as a subclass of this one with that name, so that a
+    learner reads `DeadlockError: ...` as in their own kernel)."""
 
     def __init__(self, type_name: str, message: str):
-        super().__init__(f"{type_name}: {message}")
+        super().__init__(message)
         self.type_name = type_name
+
+
+_REMOTE_TYPES: dict[str, type] = {}
+
+
+def remote_error(type_name: str, message: str) -> RemoteError:
+    """A RemoteError whose class is named type_name (one class per name)."""
+    name = type_name if type_name.isidentifier() else "RemoteError"
+    if name not in _REMOTE_TYPES:
+        _REMOTE_TYPES[name] = type(name, (RemoteError,), {"__module__": __name__})
+    return _REMOTE_TYPES[name](type_name, message)
 
 
 def importable_name(obj) -> str | None:
@@ -417,7 +429,7 @@ def _exception(type_name: str, message: str) -> BaseException:
             return kind(message)
         except Exception:  # an exception type with other arguments (UnicodeError's)
             pass
-    return RemoteError(type_name, message)
+    return remote_error(type_name, message)
 
 
 def _canned(function) -> str:

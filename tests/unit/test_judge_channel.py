@@ -155,8 +155,9 @@ def test_errors_come_as_builtin_types_or_as_names(channel):
     got = _describe(peer, ["rejects", "raises_own"])
     with pytest.raises(ValueError, match="need two values"):
         got["rejects"]([1])
-    with pytest.raises(RemoteError, match="_LearnerError: mine"):
+    with pytest.raises(RemoteError, match="mine") as raised:
         got["raises_own"]()
+    assert type(raised.value).__name__ == "_LearnerError"  # as the learner would read it
 
 
 def test_the_judges_functions_are_called_back_where_they_are(channel):
