@@ -62,13 +62,24 @@ class JudgeKernel:
         self.port, self.token = 0, ""
         self.startup_timeout = startup_timeout
 
-    def start(self, cwd: str | None, extra_arguments=()) -> None:
+    def launch(self, cwd: str | None, extra_arguments=()) -> None:
+        """Start the kernel's process and return at once (it boots while the learner's cells
+        run); connect() waits for it."""
         _now(self.km.start_kernel(cwd=cwd, extra_arguments=list(extra_arguments)))
+
+    def connect(self) -> None:
+        """Wait until the launched kernel answers, then open its channel."""
+        if self.kc is not None:
+            return
         self.kc = self.km.client()
         self.kc.start_channels()
         _now(self.kc.wait_for_ready(timeout=self.startup_timeout))
         port, token = self.evaluate(OPEN).split()
         self.port, self.token = int(port), token
+
+    def start(self, cwd: str | None, extra_arguments=()) -> None:
+        self.launch(cwd, extra_arguments)
+        self.connect()
 
     @property
     def serve_code(self) -> str:

@@ -524,6 +524,8 @@ class CrashTolerantExecute(Execute):
         self._sizes = engine_sizes(nb.cells) if self.engine_pool else set()
         self._engines_ready()
         self._judge_kernel = None
+        if self.judge and any(c.cell_type == "code" and is_test(c) for c in nb.cells):
+            self._launch_judge(resources)  # it boots while the learner's first cells run
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -684,18 +686,31 @@ class CrashTolerantExecute(Execute):
         if self._judge_kernel is not None and not self._judge_kernel.alive():
             self._stop_judge()
         if self._judge_kernel is None:
-            named = {"kernel_name": self.kernel_name} if self.kernel_name else {}
-            km = self.kernel_manager_class(config=self.config, **named)
-            judge = JudgeKernel(self._judge_confined(km), self.startup_timeout)
-            path = (self.resources or {}).get("metadata", {}).get("path") or None
-            try:
-                judge.start(path, self.extra_arguments)
-            except Exception as exc:
-                self.log.error("the judge's kernel did not start: %s", exc)
-                judge.stop()
-                return None
-            self._judge_kernel = judge
-        return self._judge_kernel
+            self._launch_judge(self.resources)
+        judge = self._judge_kernel
+        if judge is None:
+            return None
+        try:
+            judge.connect()
+        except Exception as exc:
+            self.log.error("the judge's kernel did not start: %s", exc)
+            self._stop_judge()
+            return None
+        return judge
+
+    def _launch_judge(self, resources) -> None:
+        """Start the judge's kernel process (connected at its first test cell)."""
+        named = {"kernel_name": self.kernel_name} if self.kernel_name else {}
+        km = self.kernel_manager_class(config=self.config, **named)
+        judge = JudgeKernel(self._judge_confined(km), self.startup_timeout)
+        path = (resources or {}).get("metadata", {}).get("path") or None
+        try:
+            judge.launch(path, self.extra_arguments)
+        except Exception as exc:
+            self.log.error("the judge's kernel did not start: %s", exc)
+            judge.stop()
+            return
+        self._judge_kernel = judge
 
     def _judge_confined(self, km):
         """The judge sees the course, the code and the learner's folder read-only; it writes
