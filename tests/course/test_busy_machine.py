@@ -24,7 +24,7 @@ from pingpong_lab.mpi import environment
 
 from ..conftest import requires_mpi
 from ..mpi.test_bench_c import VARIANTS, _outcomes, _program
-from .classroom import ROOT
+from .classroom import ROOT, _grader
 from .submissions import (
     cell_score,
     grade_cells,
@@ -136,22 +136,10 @@ def test_the_timing_notebook_graded_on_a_busy_machine_earns_full_marks(busy_mach
     _report_load(busy_machine)
     course = scratch_course(tmp_path, ROOT / "course", [NAME])
     tag, env = grading_env(tmp_path)
-    release = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader", "release"],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    release = _grader(course, env, "release")
     assert release.returncode == 0, release.stdout + release.stderr
     submit(course, "busy", NAME, ROOT / "solutions" / NAME / f"{NAME}.ipynb")
-    graded = subprocess.run(
-        [sys.executable, "-m", "pingpong_lab.grader", "autograde"],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    graded = _grader(course, env, "autograde")
     assert graded.returncode == 0, graded.stdout + graded.stderr
     tests = {
         gid: cell["metadata"]["nbgrader"]["points"]

@@ -3,42 +3,22 @@ real kernels, no nbgrader command and no MPI."""
 
 from __future__ import annotations
 
-import nbformat
 import pytest
-from nbgrader.utils import determine_grade
 
 from pingpong_lab.grader.judge_kernel import names_read
-from pingpong_lab.grader.preprocessors import CELL_TIMEOUT, CrashTolerantExecute
+from pingpong_lab.grader.preprocessors import CELL_TIMEOUT
+
+from .test_crash_tolerant_execute import _errors, _score, _stdout, _test
+from .test_crash_tolerant_execute import _run as run_cells
 
 pytestmark = pytest.mark.timeout(180)
 
 WHERE = "import os\nprint(os.getpid())"
 
 
-def _test(source: str, gid: str):
-    cell = nbformat.v4.new_code_cell(source)
-    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 1, "grade_id": gid}
-    return cell
-
-
 def _run(tmp_path, *sources, **traits):
-    cells = [s if isinstance(s, dict) else nbformat.v4.new_code_cell(s) for s in sources]
-    nb = nbformat.v4.new_notebook(cells=cells)
-    traits.setdefault("timeout", 30)
-    CrashTolerantExecute(**traits).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
-    return nb.cells
-
-
-def _errors(cell) -> list[str]:
-    return [o["ename"] for o in cell.outputs if o["output_type"] == "error"]
-
-
-def _stdout(cell) -> str:
-    return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
-
-
-def _score(cell) -> float:
-    return determine_grade(cell)[0]
+    """The crash tests' notebook runner, with the judge on (its default)."""
+    return run_cells(tmp_path, *sources, judge=True, **traits)
 
 
 def test_a_test_cell_runs_in_another_process_on_the_learners_data_and_functions(tmp_path):
