@@ -15,10 +15,14 @@ judge's namespace:
   the learner's calls on it come back here, so what it records is the judge's.
 
 So a test cell's assertions, and the fakes they read, are evaluated where no learner code ran,
-on values that came as data. Course checks that need the learner's own objects (the MPI
-engines the learner's kernel borrows, a learner's C library loaded there, a learner's function
-traced on fakes that live with it) run in the learner's kernel (CourseCall, LEARNER_SIDE) and
-send back their result or their error as data. end() tells the learner's kernel it is done.
+on values that came as data. The course's checks that trace a learner's function on fake
+ranks (JUDGE_SIDE) run here too: the fakes, the payloads and the verdict stay in the judge, and
+the learner's function, run in its own kernel, sees the judge's fake communicators and, for the
+call, a fake `MPI` in its globals (proxy.Stand_in.with_globals). Course checks that need the
+learner's own objects (the MPI engines the learner's kernel borrows, a learner's C library
+loaded there, its C builds and working folder) run in the learner's kernel (CourseCall,
+LEARNER_SIDE) and send back their result or their error as data. end() tells the learner's
+kernel it is done.
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ LEARNER_SIDE = (
     "pingpong_lab.course.grading.ctiming",
     "pingpong_lab.course.grading.engine_checks",
     "pingpong_lab.engines",
+)
+# course code that traces a learner's function on the judge's fakes: always runs in the judge
+JUDGE_SIDE = (
+    "pingpong_lab.course.grading.trace",
+    "pingpong_lab.course.grading.fakempi",
+    "pingpong_lab.course.grading.timing",
 )
 
 
@@ -129,8 +139,9 @@ def _holds_stand_in(value) -> bool:
 
 class CourseCall(ByName):
     """A course function or class in the judge: run here, unless it needs what only the
-    learner's kernel has (a stand-in among its arguments, or a LEARNER_SIDE module): then it
-    runs there, by name, with this judge's own functions sent as code."""
+    learner's kernel has (a LEARNER_SIDE module, or a stand-in among its arguments outside the
+    JUDGE_SIDE checks): then it runs there, by name, with this judge's own functions sent as
+    code."""
 
     def __init__(self, function):
         self.function = function
@@ -138,7 +149,10 @@ class CourseCall(ByName):
         self.__doc__ = function.__doc__
 
     def __call__(self, *args, **kwargs):
-        if self.name.startswith(LEARNER_SIDE) or _holds_stand_in((args, kwargs)):
+        there = self.name.startswith(LEARNER_SIDE) or (
+            _holds_stand_in((args, kwargs)) and not self.name.startswith(JUDGE_SIDE)
+        )
+        if there:
             channel = peer()
             return channel.request(
                 {"op": "course", "name": self.name,

@@ -28,6 +28,8 @@ import math
 import re
 import socket
 import struct
+import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -149,7 +151,10 @@ class Peer:
         self.namespace = namespace if namespace is not None else {}
         self.exported: dict[int, Any] = {}  # objects the other end holds a stand-in for
         self._file = sock.makefile("rb")
-        self._received_arrays: list[tuple[int, Any, bytes]] = []
+        # buffers received as data that this end may still change (a receive posted now and
+        # filled by a later Wait): [sender's key, the buffer or a weak reference, its bytes]
+        self._held: list[list] = []
+        self._pinned: list = []  # those of the request being answered, alive until its reply
         self._sent_arrays: dict[int, Any] = {}
         self.names_ok = side == "learner"  # course names and modules (the judge: describe only)
 
@@ -189,10 +194,15 @@ class Peer:
             return {"$n": value.name}
         if module_name(value) is not None:
             return {"$mod": module_name(value)}
+        key = id(value)
+        if isinstance(value, memoryview):  # as the array it views (a change goes back through it)
+            try:
+                value = np.asarray(value)
+            except (TypeError, ValueError):
+                return self._reference(value)
         if isinstance(value, np.ndarray):
             if value.dtype.kind not in ARRAY_KINDS:
                 return self._reference(value)
-            key = id(value)
             self._sent_arrays[key] = value
             data = np.ascontiguousarray(value)
             return {
@@ -205,9 +215,11 @@ class Peer:
             item = value.item()
             return {"$s": value.dtype.str, "v": _float(item) if isinstance(item, float) else (
                 [item.real, item.imag] if isinstance(item, complex) else item)}  # fmt: skip
-        if isinstance(value, (bytes, bytearray)):
-            kind = "$b" if isinstance(value, bytes) else "$ba"
-            return {kind: base64.b64encode(bytes(value)).decode()}
+        if isinstance(value, bytes):
+            return {"$b": base64.b64encode(value).decode()}
+        if isinstance(value, bytearray):
+            self._sent_arrays[id(value)] = value
+            return {"$ba": base64.b64encode(bytes(value)).decode(), "key": id(value)}
         if isinstance(value, complex):
             return {"$c": [_float(value.real), _float(value.imag)]}
         if isinstance(value, tuple):
@@ -250,7 +262,8 @@ class Peer:
                 raise ValueError(f"an array of {dtype}: refused")
             data = base64.b64decode(value["$a"])
             array = np.frombuffer(data, dtype=dtype).reshape(value["shape"]).copy()
-            self._received_arrays.append((value["key"], array, data))
+            self._held.append([value["key"], weakref.ref(array), data])
+            self._pinned.append(array)
             return array
         if tag == "$s":
             dtype = np.dtype(value["$s"])
@@ -262,7 +275,11 @@ class Peer:
         if tag == "$b":
             return base64.b64decode(value["$b"])
         if tag == "$ba":
-            return bytearray(base64.b64decode(value["$ba"]))
+            data = base64.b64decode(value["$ba"])
+            buffer = bytearray(data)
+            if "key" in value:
+                self._held.append([value["key"], buffer, data])  # no weak references to these
+            return buffer
         if tag == "$c":
             return complex(self.decode(value["$c"][0]), self.decode(value["$c"][1]))
         if tag == "$t":
@@ -312,7 +329,6 @@ class Peer:
 
     def answer(self, message: dict) -> None:
         """Handle one request from the other end and send its reply."""
-        self._received_arrays = []
         try:
             value = self.handle(message)
             reply = {"op": "return", "value": self.encode(value)}
@@ -321,6 +337,7 @@ class Peer:
         except BaseException as exc:  # the other end's own error, passed on as data
             reply = {"op": "raise", "type": type(exc).__name__, "msg": str(exc)}
         reply["arrays"] = self._changed_arrays()
+        self._pinned = []
         self.send(reply)
 
     def handle(self, message: dict):
@@ -332,9 +349,14 @@ class Peer:
         if self.side == "judge" and not (isinstance(target, dict) and set(target) == {"$own"}):
             raise ValueError("the judge answers only for objects it gave")
         if op == "call":
+            if "globals" in message and self.side == "judge":
+                raise ValueError("the judge's functions keep their own globals")
+            function = self.decode(target)
             args = self.decode(message.get("args", []))
             kwargs = self.decode(message.get("kwargs", {"$d": []}))
-            return self.decode(target)(*args, **kwargs)
+            if "globals" in message:
+                return _with_globals(function, self.decode(message["globals"]), args, kwargs)
+            return function(*args, **kwargs)
         if op == "getattr":
             name = message["name"]
             if name.startswith("_"):
@@ -358,14 +380,23 @@ class Peer:
         raise ValueError(f"{op!r}: not a request this end answers")
 
     def _changed_arrays(self) -> list:
-        """The arrays received with the request that its handling changed: their new bytes
-        go back with the reply, and the requester writes them into its own (a receive)."""
-        changed = []
-        for key, array, original in self._received_arrays:
-            now = np.ascontiguousarray(array).tobytes()
-            if now != original:
+        """The buffers received as data that changed since they came (or since they last went
+        back): their new bytes go back with the reply, and the requester writes them into its
+        own (a receive, also one posted by an earlier request and completed by this one)."""
+        changed, alive = [], []
+        for held in self._held:
+            key, buffer, last = held
+            if isinstance(buffer, weakref.ref):
+                buffer = buffer()
+                if buffer is None:
+                    continue
+            alive.append(held)
+            now = np.ascontiguousarray(buffer).tobytes() if isinstance(buffer, np.ndarray) else (
+                bytes(buffer))  # fmt: skip
+            if now != last:
+                held[2] = now
                 changed.append({"key": key, "$a": base64.b64encode(now).decode()})
-        self._received_arrays = []
+        self._held = alive
         return changed
 
     def _write_back(self, arrays) -> None:
@@ -373,9 +404,32 @@ class Peer:
             target = self._sent_arrays.get(item["key"])
             if target is None:
                 continue
-            data = np.frombuffer(base64.b64decode(item["$a"]), dtype=target.dtype)
+            data = base64.b64decode(item["$a"])
+            if isinstance(target, bytearray):
+                if len(data) == len(target):
+                    target[:] = data
+                continue
+            data = np.frombuffer(data, dtype=target.dtype)
             if data.size == target.size and target.flags.writeable:
                 target[...] = data.reshape(target.shape)
+
+
+def _with_globals(function, names: dict, args, kwargs):
+    """Call a learner's function with some of its module-level names replaced for the call
+    (its `MPI` by the judge's fake one while it is traced): a name is replaced only where the
+    function's globals hold a module under it, and put back afterwards."""
+    space = getattr(function, "__globals__", None)
+    saved = {}
+    if isinstance(space, dict):
+        for name, value in names.items():
+            if isinstance(space.get(name), types.ModuleType):
+                saved[name] = space[name]
+                space[name] = value
+    try:
+        return function(*args, **kwargs)
+    finally:
+        if saved:
+            space.update(saved)
 
 
 class Stand_in:  # noqa: N801 (a name that says what it is)
@@ -395,6 +449,23 @@ class Stand_in:  # noqa: N801 (a name that says what it is)
             {"op": "call", "target": {"$own": self._id},
              "args": peer.encode(list(args), by_value), "kwargs": peer.encode(kwargs, by_value)}
         )  # fmt: skip
+
+    def with_globals(self, **names):
+        """This learner's function as a callable whose calls replace, for their duration, the
+        module-level names given (each an object of the judge, held here; see _with_globals)."""
+        peer = self._peer
+        if peer.side != "judge":
+            raise ValueError("only the judge replaces a function's globals")
+
+        def call(*args, **kwargs):
+            return peer.request(
+                {"op": "call", "target": {"$own": self._id},
+                 "args": peer.encode(list(args)), "kwargs": peer.encode(kwargs),
+                 "globals": {"$d": [[name, peer._reference(value)] for name, value in
+                                    names.items()]}}
+            )  # fmt: skip
+
+        return call
 
     def __getattr__(self, name):
         if name.startswith("__"):

@@ -65,6 +65,33 @@ def test_what_a_learners_cell_changes_in_its_kernel_does_not_reach_the_judge(tmp
     assert "AssertionError" in _errors(cells[1]) and _score(cells[1]) == 0
 
 
+PINGPONG_ZERO_ECHO = (
+    "import numpy as np\n"
+    "from pingpong_lab.course import grading\n"
+    "import sys\n"
+    "vars(sys.modules['pingpong_lab.course.grading.trace'])['check_trace'] = lambda *a, **k: 1\n"
+    "def pingpong(comm, sendbuf, recvbuf):\n"
+    "    if comm.Get_rank() == 0:\n"
+    "        comm.Send(sendbuf, dest=1)\n"
+    "        comm.Recv(recvbuf, source=1)\n"
+    "    elif comm.Get_rank() == 1:\n"
+    "        comm.Recv(recvbuf, source=0)\n"
+    "        comm.Send(np.zeros_like(recvbuf), dest=0)"
+)
+
+
+def test_a_learners_function_is_traced_on_the_judges_fakes_not_its_own_kernels(tmp_path):
+    # the learner's kernel replaces the course's check (as native code could, past the read-only
+    # module): the trace and its verdict are the judge's
+    cells = _run(
+        tmp_path,
+        PINGPONG_ZERO_ECHO,
+        _test("grading.check_pingpong(pingpong, size=2, nbytes=8)", "traced"),
+    )
+    assert "AssertionError" in _errors(cells[1]) and _score(cells[1]) == 0
+    assert "send back exactly the bytes it received" in str(cells[1].outputs)
+
+
 def test_a_learners_kernel_that_will_not_serve_the_judge_scores_zero_for_that_test(tmp_path):
     # an input transformer that empties every later cell (the grader's serve call too)
     cells = _run(

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 import socket
+import sys
 import threading
 
 import numpy as np
 import pytest
+from mpi4py import MPI
 
 from pingpong_lab.course import grading
 from pingpong_lab.grader import judge
@@ -31,6 +33,31 @@ def _pingpong(comm, sendbuf, recvbuf):
     elif comm.Get_rank() == 1:
         comm.Recv(recvbuf, source=0, tag=0)
         comm.Send(recvbuf, dest=0, tag=0)
+
+
+def _pingpong_waitall(comm, sendbuf, recvbuf):
+    """Non-blocking, with the module-level MPI: the receive is filled only at Waitall."""
+    rank = comm.Get_rank()
+    if rank == 0:
+        requests = [comm.Irecv([recvbuf, MPI.BYTE], source=1), comm.Isend(sendbuf, dest=1)]
+        MPI.Request.Waitall(requests)
+    elif rank == 1:
+        request = comm.Irecv(recvbuf, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
+        request.Wait()
+        comm.Isend(recvbuf, dest=0).Wait()
+
+
+def _pingpong_own_buffers(comm, sendbuf, recvbuf):
+    """Legal but unusual: rank 1 echoes through a bytearray of its own, rank 0 receives
+    through a memoryview of its recvbuf."""
+    n = len(sendbuf)
+    if comm.Get_rank() == 0:
+        comm.Send(memoryview(sendbuf), dest=1)
+        comm.Recv(memoryview(recvbuf), source=1)
+    elif comm.Get_rank() == 1:
+        scratch = bytearray(n)
+        comm.Recv(scratch, source=0)
+        comm.Send(scratch, dest=0)
 
 
 def _rejects(x):
@@ -66,6 +93,8 @@ def _sorts_in_place(x):
 LEARNER = {
     "hello": _hello,
     "pingpong": _pingpong,
+    "pingpong_waitall": _pingpong_waitall,
+    "pingpong_own_buffers": _pingpong_own_buffers,
     "receive_into": _receive_into,
     "rejects": _rejects,
     "raises_own": _raises_own,
@@ -167,15 +196,44 @@ def test_the_judges_functions_are_called_back_where_they_are(channel):
     assert got == [0, 1, 4, 9] and seen == [0, 1, 2, 3]
 
 
-def test_a_course_call_with_a_learners_function_runs_in_the_learners_kernel(channel):
+def test_a_course_trace_of_a_learners_function_runs_in_the_judge(channel, monkeypatch):
     peer, _ = channel
-    got = _describe(peer, ["hello", "pingpong", "grading"])
-    # a course check given the learner's function runs there; its verdict comes back as data
+    got = _describe(peer, ["hello", "pingpong", "pingpong_waitall", "grading"])
+    seen = []
+    tracer = sys.modules["pingpong_lab.course.grading.trace"]
+    real_trace = tracer.trace
+    monkeypatch.setattr(tracer, "trace", lambda *a, **k: seen.append(1) or real_trace(*a, **k))
+    # the check, its fakes and its verdict are the judge's: the tracer here ran
     got["grading"].check_pingpong(got["pingpong"], size=3, nbytes=8)
+    assert seen
+    # a receive posted by Irecv and filled at Waitall goes back; MPI is the judge's fake
+    got["grading"].check_pingpong(got["pingpong_waitall"], size=4, nbytes=33, nonblocking=True)
     with pytest.raises(TypeError, match="takes 1 positional argument"):
         got["grading"].check_pingpong(got["hello"], size=2, nbytes=8)
-    # without a stand-in, a course function runs in the judge
     assert got["grading"].within_ratio(1.0, 1.0, 0.5, 2.0) in (True, None)
+
+
+def test_legal_buffers_of_the_learners_own_are_written_back(channel):
+    peer, _ = channel
+    got = _describe(peer, ["pingpong_own_buffers", "grading"])
+    got["grading"].check_pingpong(got["pingpong_own_buffers"], size=2, nbytes=16)
+
+
+def test_the_learners_mpi_is_its_own_again_after_a_traced_call(channel):
+    peer, _ = channel
+    got = _describe(peer, ["pingpong_waitall", "grading"])
+    with pytest.raises(AssertionError):
+        got["grading"].check_pingpong(got["pingpong_waitall"], size=2, nbytes=8)  # not blocking
+    assert _pingpong_waitall.__globals__["MPI"] is MPI
+
+
+def test_only_the_judge_swaps_a_functions_globals(channel):
+    peer, learner = channel
+    stand_in = Stand_in(learner, 1)
+    with pytest.raises(ValueError, match="only the judge"):
+        stand_in.with_globals(MPI=None)
+    with pytest.raises(ValueError, match="keep their own globals"):
+        peer.handle({"op": "call", "target": {"$own": 1}, "globals": {"$d": []}})
 
 
 @pytest.mark.parametrize(

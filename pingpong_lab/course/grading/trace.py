@@ -28,8 +28,8 @@ def trace(fn, size=4, nbytes=8, seed=0):
         comm = FakeComm(rank, size, incoming=incoming)
         sendbuf = payload.copy() if rank == 0 else np.zeros(nbytes, np.uint8)
         recvbuf = np.zeros(nbytes, np.uint8)
-        with fake_mpi_for(fn):
-            fn(comm, sendbuf, recvbuf)
+        with fake_mpi_for(fn) as traced:
+            traced(comm, sendbuf, recvbuf)
         logs[rank], bufs[rank] = comm.log, recvbuf
 
     def sent_by(sender, receiver):
@@ -161,8 +161,8 @@ def trace_pairs(fn, size=4, nbytes=32, seed=0):
         own = payloads.get(rank)
         sendbuf = own.copy() if own is not None else np.zeros(nbytes, np.uint8)
         recvbuf = np.zeros(nbytes, np.uint8)
-        with fake_mpi_for(fn):
-            fn(comm, sendbuf, recvbuf)
+        with fake_mpi_for(fn) as traced:
+            traced(comm, sendbuf, recvbuf)
         logs[rank], bufs[rank] = comm.log, recvbuf
 
     def sent_by(sender, receiver):
@@ -295,8 +295,8 @@ def check_pickle_pingpong(fn, size=3, seed=0):
     for rank in range(size):
         incoming = (lambda s, t, n, o=obj: o) if rank == 1 else None
         comm = FakeComm(rank, size, incoming=incoming)
-        with fake_mpi_for(fn):
-            results.append(fn(comm, obj if rank == 0 else None))
+        with fake_mpi_for(fn) as traced:
+            results.append(traced(comm, obj if rank == 0 else None))
         logs.append(comm.log)
     where = f"(what each rank did: {describe_calls(logs)})"
     r0, r1 = comm_ops(logs[0]), comm_ops(logs[1])
