@@ -60,9 +60,23 @@ _session = _Session()
 
 
 def open_channel() -> str:
-    """Listen on the loopback for the learner's kernel: 'PORT TOKEN' for the grader."""
+    """Listen on the loopback for the learner's kernel: 'PORT TOKEN' for the grader.
+
+    The judge's process also becomes non-dumpable: a program it runs (a learner's bench.c)
+    can then neither trace it nor read its memory or its /proc files (that takes a capability
+    the confinement drops)."""
+    _not_dumpable()
     _session.server, _session.port, _session.token = listen()
     return f"{_session.port} {_session.token}"
+
+
+def _not_dumpable() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):  # not Linux
+        pass
 
 
 def begin(names, connect_s: float = 60.0) -> None:

@@ -378,6 +378,9 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
     confine_writable = List(
         Unicode(), help="Folders inside confine_readonly that stay writable"
     ).tag(config=True)
+    confine_hidden = List(
+        Unicode(), help="Folders the kernel and its engines see empty (the judge's)"
+    ).tag(config=True)
     # variables for this kernel only (the engines lent to it); never this process's environment
     kernel_env = Dict(Unicode(), help="Environment variables added for the kernel alone")
 
@@ -386,7 +389,10 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
         confinement, the memory limit, and grading mode set for that process alone. The
         kernel's connection file stays readable in the confinement's empty home."""
         keep = [os.path.dirname(self.connection_file)] if self.connection_file else []
-        confine = confine_prefix(list(self.confine_readonly), list(self.confine_writable), keep)
+        confine = confine_prefix(
+            list(self.confine_readonly), list(self.confine_writable), keep,
+            list(self.confine_hidden),
+        )  # fmt: skip
         variables = {**grading_env(), **self.kernel_env}
         setting = [shutil.which("env") or "env", *(f"{k}={v}" for k, v in variables.items())]
         return confine + memory_limit_prefix(self.memory_limit_mb) + setting
@@ -551,7 +557,18 @@ class CrashTolerantExecute(Execute):
             if ENGINE_POOL.pool is not None:
                 km.confine_writable.append(str(ENGINE_POOL.pool.given_up))
             km.kernel_env = {**km.kernel_env, "PINGPONG_LAB_BUILD": self._c_build()}
+            if self.judge:
+                km.confine_hidden = [self._judges()]
         return km
+
+    def _judges(self) -> str:
+        """Where the judges' connection files are: a folder of this grading process that the
+        learner's kernel and engines see empty (a connection file lets whoever reads it run
+        code in that kernel), removed at exit."""
+        if getattr(self, "_judges_dir", None) is None:
+            self._judges_dir = tempfile.mkdtemp(prefix="pingpong-lab-judges-")
+            atexit.register(shutil.rmtree, self._judges_dir, True)
+        return self._judges_dir
 
     def _c_build(self) -> str:
         """Where confined kernels build learners' C (their home is read-only, and the engines
@@ -714,11 +731,17 @@ class CrashTolerantExecute(Execute):
 
     def _judge_confined(self, km):
         """The judge sees the course, the code and the learner's folder read-only; it writes
-        only a folder of its own (its C builds). It borrows no engines."""
+        only a folder of its own (its C builds). It borrows no engines. Its connection file is
+        in a folder of its own that the learner's kernel and engines never see (_judges), and
+        is removed once the judge answers (JudgeKernel.connect), before any program runs."""
+        km.connection_file = os.path.join(
+            tempfile.mkdtemp(dir=self._judges()), "kernel-judge.json"
+        )
         if isinstance(km, MemoryLimitedKernelManager) and self._confined(km).confine_readonly:
             judge_dir = tempfile.mkdtemp(prefix="pingpong-lab-judge-")
             atexit.register(shutil.rmtree, judge_dir, True)
             km.confine_writable = [judge_dir]
+            km.confine_hidden = []
             km.kernel_env = {**km.kernel_env, "PINGPONG_LAB_BUILD": judge_dir}
         return km
 

@@ -119,7 +119,7 @@ def confined_env(home: str) -> dict[str, str]:
     }
 
 
-def confine_prefix(readonly: list[str], writable: list[str], keep=()) -> list[str]:
+def confine_prefix(readonly: list[str], writable: list[str], keep=(), hidden=()) -> list[str]:
     """The command that runs the command after it confined; nothing when bubblewrap cannot,
     or when a folder named does not exist (there is nothing to confine to).
 
@@ -129,7 +129,8 @@ def confine_prefix(readonly: list[str], writable: list[str], keep=()) -> list[st
     folder in the home, its temporary folder included (see confined_env), is a tmpfs of this
     process alone; the process runs in
     a pid namespace of its own (it cannot signal or trace any process outside, and everything
-    it starts ends with it) and holds no capabilities (it cannot remount anything)."""
+    it starts ends with it) and holds no capabilities (it cannot remount anything). The
+    `hidden` folders (the judge's connection files) are empty folders there."""
     bwrap = _bwrap()
     folders = [*readonly, *writable]
     if not readonly or not can_confine() or not all(os.path.isdir(f) for f in folders):
@@ -149,6 +150,9 @@ def confine_prefix(readonly: list[str], writable: list[str], keep=()) -> list[st
         args += ["--ro-bind", folder, folder]
     for folder in writable:
         args += ["--bind", folder, folder]
+    for folder in hidden:
+        if os.path.isdir(folder):
+            args += ["--tmpfs", folder, "--remount-ro", folder]
     if hide_home:
         args += ["--remount-ro", str(home)]
     # its own pid namespace, and a /proc that shows it (process ids the process reads, of what

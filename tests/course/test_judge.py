@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+import nbformat
+from traitlets.config import Config
+
 from pingpong_lab.grader.judge_kernel import names_read
-from pingpong_lab.grader.preprocessors import CELL_TIMEOUT
+from pingpong_lab.grader.preprocessors import CELL_TIMEOUT, CrashTolerantExecute
+from pingpong_lab.grader.sandbox import can_confine
 
 from .test_crash_tolerant_execute import _errors, _score, _stdout, _test
 from .test_crash_tolerant_execute import _run as run_cells
@@ -19,6 +23,92 @@ WHERE = "import os\nprint(os.getpid())"
 def _run(tmp_path, *sources, **traits):
     """The crash tests' notebook runner, with the judge on (its default)."""
     return run_cells(tmp_path, *sources, judge=True, **traits)
+
+
+def _run_confined(tmp_path, *sources):
+    """As _run, but confined as a class is graded: student s1's notebook in a scratch course."""
+    folder = tmp_path / "course" / "autograded" / "s1" / "nb"
+    folder.mkdir(parents=True)
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path / "course")
+    cells = [s if isinstance(s, dict) else nbformat.v4.new_code_cell(s) for s in sources]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    resources = {"metadata": {"path": str(folder)}, "nbgrader": {"student": "s1"}}
+    CrashTolerantExecute(config=config, timeout=25, engine_pool=False).preprocess(nb, resources)
+    return nb.cells
+
+
+# What native code (a learner's C calling system(), a constructor in a C kernel) could run:
+# find every kernel connection file it can read (the runtime folder, /tmp, the command lines
+# in /proc) and ask each kernel but its own to run every later cell as `pass` (a kernel that
+# answers was reached).
+TAKE_OVER = """\
+import glob, json, os, socket, time
+from jupyter_client import BlockingKernelClient
+try:
+    from ipykernel.connect import get_connection_file
+    own = json.load(open(get_connection_file()))["key"]
+except Exception:
+    own = None
+found = set(glob.glob("/tmp/**/*.json", recursive=True))
+found |= set(glob.glob(os.path.expanduser("~/**/*.json"), recursive=True))
+for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        parts = open(cmdline, "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    found |= {parts[i + 1].decode() for i, p in enumerate(parts[:-1]) if p == b"-f"}
+reached = 0
+for path in found:
+    try:
+        info = json.load(open(path))
+    except Exception:
+        continue
+    if not isinstance(info, dict) or "shell_port" not in info or info.get("key") == own:
+        continue
+    try:  # a kernel that is still there
+        socket.create_connection((info["ip"], info["shell_port"]), timeout=1).close()
+    except OSError:
+        continue
+    client = BlockingKernelClient()
+    client.load_connection_info(info)
+    client.start_channels()
+    asked = client.execute("get_ipython().input_transformers_post.append(lambda l: ['pass\\n'])")
+    deadline = time.monotonic() + 8  # a judge still starting answers a little later
+    while time.monotonic() < deadline:
+        try:
+            reply = client.get_shell_msg(timeout=1)
+        except Exception:
+            continue
+        if reply["parent_header"].get("msg_id") == asked:
+            reached += 1
+            break
+    client.stop_channels()
+print("kernels reached:", reached)
+"""
+
+
+@pytest.mark.skipif(not can_confine(), reason="bubblewrap cannot confine here")
+def test_neither_the_learners_kernel_nor_a_program_the_judge_runs_can_reach_the_judge(tmp_path):
+    cells = _run_confined(
+        tmp_path,
+        TAKE_OVER,
+        _test("assert False, 'the judge decides'", "after_the_learner"),
+        _test(
+            "import subprocess, sys\n"
+            f"print(subprocess.run([sys.executable, '-c', {TAKE_OVER!r}], text=True,\n"
+            "                     capture_output=True).stdout)",
+            "a_program",
+        ),
+        _test("assert False, 'still the judge decides'", "after_the_program"),
+    )
+    assert _stdout(cells[0]) == "kernels reached: 0\n", cells[0].outputs
+    assert _errors(cells[1]) == ["AssertionError"] and _score(cells[1]) == 0
+    # the program may reach the learner's own kernel (its file is in the grader's temporary
+    # folder): that kernel then serves nothing and the test fails as a JudgeError, which
+    # costs only that learner; the judge itself was not reached
+    assert _stdout(cells[2]).startswith("kernels reached: 0"), cells[2].outputs
+    assert _errors(cells[3]) in (["AssertionError"], ["JudgeError"]) and _score(cells[3]) == 0
 
 
 def test_a_test_cell_runs_in_another_process_on_the_learners_data_and_functions(tmp_path):
