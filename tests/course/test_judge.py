@@ -1,11 +1,10 @@
 """Test cells in the judge (CrashTolerantExecute with judge on, its default): small notebooks in
-real kernels, no nbgrader command and no MPI."""
+real kernels, no nbgrader command and no MPI; one confined as a class is graded."""
 
 from __future__ import annotations
 
-import pytest
-
 import nbformat
+import pytest
 from traitlets.config import Config
 
 from pingpong_lab.grader.judge_kernel import names_read
