@@ -15,12 +15,19 @@ judge's namespace:
   the learner's calls on it come back here, so what it records is the judge's.
 
 So a test cell's assertions, and the fakes they read, are evaluated where no learner code ran,
-on values that came as data. The course's checks that trace a learner's function on fake
-ranks (JUDGE_SIDE) run here too: the fakes, the payloads and the verdict stay in the judge, and
-the learner's function, run in its own kernel, sees the judge's fake communicators and, for the
-call, a fake `MPI` in its globals (proxy.Stand_in.with_globals). Course checks that need the
-learner's own objects (the MPI engines the learner's kernel borrows, a learner's C library
-loaded there, its C builds and working folder) run in the learner's kernel (CourseCall,
+on values that came as data. The course's checks that need no object of the learner's kernel
+run here too (JUDGE_SIDE):
+
+- those that trace a learner's function on fake ranks: the fakes, the payloads and the verdict
+  stay in the judge, and the learner's function, run in its own kernel, sees the judge's fake
+  communicators and, for the call, a fake `MPI` in its globals (proxy.Stand_in.with_globals);
+- those that build a learner's C program (bench.c, linfit.c) from its source in the learner's
+  folder and run it as a process of its own: the judge reads its output, files and the
+  profiling layer's log as data. The program runs beside the judge, which it cannot reach:
+  the judge's connection file is gone once it answers and its process is not dumpable.
+
+Course checks that need the learner's own objects (the MPI engines the learner's kernel
+borrows, a learner's C library loaded into them) run in the learner's kernel (CourseCall,
 LEARNER_SIDE) and send back their result or their error as data. end() tells the learner's
 kernel it is done.
 """
@@ -35,17 +42,20 @@ from .proxy import ByName, ChannelClosed, Peer, Stand_in, listen
 
 # course code that runs where the learner's engines, C builds and working folder are
 LEARNER_SIDE = (
-    "pingpong_lab.course.grading.cbench",
     "pingpong_lab.course.grading.cbuild",
     "pingpong_lab.course.grading.ctiming",
     "pingpong_lab.course.grading.engine_checks",
     "pingpong_lab.engines",
 )
-# course code that traces a learner's function on the judge's fakes: always runs in the judge
+# course code that always runs in the judge: traces of a learner's function on the judge's
+# fakes, and the learner's C programs run as processes whose output is data
 JUDGE_SIDE = (
     "pingpong_lab.course.grading.trace",
     "pingpong_lab.course.grading.fakempi",
     "pingpong_lab.course.grading.timing",
+    "pingpong_lab.course.grading.cbench",
+    "pingpong_lab.course.grading.cbuild.build_linfit",
+    "pingpong_lab.course.grading.cbuild.c_linfit",
 )
 
 
@@ -153,8 +163,8 @@ def _holds_stand_in(value) -> bool:
 
 class CourseCall(ByName):
     """A course function or class in the judge: run here, unless it needs what only the
-    learner's kernel has (a LEARNER_SIDE module, or a stand-in among its arguments outside the
-    JUDGE_SIDE checks): then it runs there, by name, with this judge's own functions sent as
+    learner's kernel has (outside the JUDGE_SIDE checks: a LEARNER_SIDE module, or a stand-in
+    among its arguments): then it runs there, by name, with this judge's own functions sent as
     code."""
 
     def __init__(self, function):
@@ -163,8 +173,8 @@ class CourseCall(ByName):
         self.__doc__ = function.__doc__
 
     def __call__(self, *args, **kwargs):
-        there = self.name.startswith(LEARNER_SIDE) or (
-            _holds_stand_in((args, kwargs)) and not self.name.startswith(JUDGE_SIDE)
+        there = not self.name.startswith(JUDGE_SIDE) and (
+            self.name.startswith(LEARNER_SIDE) or _holds_stand_in((args, kwargs))
         )
         if there:
             channel = peer()
