@@ -39,6 +39,7 @@ import time
 import types
 
 from .proxy import ByName, ChannelClosed, Peer, Stand_in, listen
+from .sandbox import not_dumpable
 
 # course code that runs where the learner's engines, C builds and working folder are
 LEARNER_SIDE = (
@@ -75,18 +76,9 @@ def open_channel() -> str:
     The judge's process also becomes non-dumpable: a program it runs (a learner's bench.c)
     can then neither trace it nor read its memory or its /proc files (that takes a capability
     the confinement drops)."""
-    _not_dumpable()
+    not_dumpable()
     _session.server, _session.port, _session.token = listen()
     return f"{_session.port} {_session.token}"
-
-
-def _not_dumpable() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except (OSError, AttributeError):  # not Linux
-        pass
 
 
 def begin(names, connect_s: float = 60.0) -> None:

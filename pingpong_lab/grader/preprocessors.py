@@ -28,7 +28,7 @@ from ..course.cells import is_c_cell, is_locked, is_test
 from ..engines.pool import EnginePool
 from .audit import KERNEL_ARGS, audit_notebook, unreadable
 from .judge_kernel import JudgeError, JudgeKernel, learner_reply, names_read
-from .sandbox import REPO, can_confine, confine_prefix
+from .sandbox import NOT_DUMPABLE_LINE, REPO, can_confine, confine_prefix
 
 GRADING_VAR = "PINGPONG_LAB_GRADING"
 
@@ -401,6 +401,8 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
         command = super().format_kernel_cmd(extra_arguments)
         if any("ipykernel" in part for part in command):  # IPython runs what the audit reads
             command += [arg for arg in KERNEL_ARGS if arg not in command]
+            # and no program a learner's code starts can trace the kernel or read its memory
+            command.append(f"--IPKernelApp.exec_lines={NOT_DUMPABLE_LINE}")
         return self.command_prefix() + command
 
 
@@ -734,9 +736,7 @@ class CrashTolerantExecute(Execute):
         only a folder of its own (its C builds). It borrows no engines. Its connection file is
         in a folder of its own that the learner's kernel and engines never see (_judges), and
         is removed once the judge answers (JudgeKernel.connect), before any program runs."""
-        km.connection_file = os.path.join(
-            tempfile.mkdtemp(dir=self._judges()), "kernel-judge.json"
-        )
+        km.connection_file = os.path.join(tempfile.mkdtemp(dir=self._judges()), "kernel-judge.json")
         if isinstance(km, MemoryLimitedKernelManager) and self._confined(km).confine_readonly:
             judge_dir = tempfile.mkdtemp(prefix="pingpong-lab-judge-")
             atexit.register(shutil.rmtree, judge_dir, True)

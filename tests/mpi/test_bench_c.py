@@ -314,6 +314,19 @@ SHORTCUTS = {
         {"messages", "fake_clock", "payload", "reference"},  # nothing sent, nothing to corrupt
     ),
     "the echo is never checked": ([(_CHECK, "    return 0;\n")], {"payload"}),
+    # the door of the old payload check: its corrupting run was the only one with the switch
+    "the echo never checked, the program stops whenever the grader's switch is set": (
+        [
+            (_CHECK, "    return 0;\n"),
+            (
+                "    /* BEGIN SOLUTION */\n    MPI_Init(&argc, &argv);\n",
+                '    /* BEGIN SOLUTION */\n    int told = getenv("PP_BENCH_CORRUPT") != NULL;\n'
+                "    MPI_Init(&argc, &argv);\n    if (told)\n"
+                "        MPI_Abort(MPI_COMM_WORLD, 1);\n",
+            ),
+        ],
+        {"payload"},
+    ),
 }
 
 
@@ -375,6 +388,14 @@ def test_the_fake_clock_says_which_rank_was_timed(build_here):
 def test_the_fake_clock_names_the_summary_that_was_reported(build_here, edits, says):
     with pytest.raises(AssertionError, match=says):
         grading.check_bench_fake_clock(_program(build_here, edits), seed=5)
+
+
+def test_the_payload_check_tells_intact_runs_from_flipped_ones_by_the_layers_word(build_here):
+    path = _program(build_here, [])
+    exe = cbench.build_bench(path, graded=True)
+    runs = [cbench.payload_run(exe, 64, 3, 1) for _ in range(12)]
+    assert {flipped for flipped, _ in runs} == {True, False}  # 2**-11 that one kind is missing
+    assert all((proc.returncode != 0) == flipped for flipped, proc in runs)
 
 
 def test_the_messages_check_names_the_missing_barrier(build_here):
