@@ -209,6 +209,45 @@ def test_every_name_a_code_cell_reads_is_defined_above_it(name):
         known |= set(audit.bindings(tree))
 
 
+def _notebook_scope_names(tree) -> set[str]:
+    """The names a cell binds in the notebook's namespace (not those local to a function, a
+    lambda or a comprehension)."""
+    import ast
+
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+              ast.SetComp, ast.DictComp, ast.GeneratorExp)  # fmt: skip
+    names, todo = set(), [tree]
+    while todo:
+        for child in ast.iter_child_nodes(todo.pop()):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(child.name)
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.add(child.id)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                names |= {(a.asname or a.name).split(".")[0] for a in child.names}
+            if not isinstance(child, scopes):
+                todo.append(child)
+    return names
+
+
+def test_no_test_cell_rebinds_a_name_of_the_learners_cells(name):
+    """Where test cells run in the learner's kernel (the lab, Validate), a test that assigns
+    `t_c` or `alpha` would replace the learner's own for every cell below it."""
+    from pingpong_lab.grader import audit
+
+    def is_test(cell):
+        return meta(cell).get("grade") and not meta(cell).get("solution")
+
+    cells = [(c, audit.parse(text(c))) for c in load(name)["cells"] if c["cell_type"] == "code"]
+    learners = set().union(
+        *(_notebook_scope_names(tree) for c, tree in cells if tree and not is_test(c))
+    )
+    for cell, tree in cells:
+        if tree is not None and is_test(cell):
+            shared = _notebook_scope_names(tree) & learners - {"np", "_"}
+            assert not shared, f"{name} {meta(cell)['grade_id']} rebinds {sorted(shared)}"
+
+
 def manual_answers(nb: dict) -> list[int]:
     return [
         i
