@@ -30,10 +30,10 @@ reaches the learner's variables and functions only through a data-only channel
 (pingpong_lab/grader/judge.py): what the learner's kernel changes, the judge does not run.
 The course's traces run there on the judge's fakes, and the learner's C programs are built and
 run from the judge; only checks that need the learner's MPI engines still run in the learner's
-kernel, so a learner's cell could try to replace what they use (`grading.check_pingpong = ...`). AuditSubmission
-reads the learner's cells in nbgrader's own process after the notebook ran and allows only
-what a course answer needs (pingpong_lab/grader/audit.py); a test that runs after a refused
-line scores 0, and its output says which line and why. The course's own code cells (imports,
+kernel, so a learner's cell could try to replace what they use (`grading.check_pingpong = ...`).
+AuditSubmission reads the learner's cells in nbgrader's own process after the notebook ran and
+allows only what a course answer needs (pingpong_lab/grader/audit.py); a test that runs after a
+refused line scores 0, and its output says which line and why. The course's own code cells (imports,
 the engines, helpers) are locked, so nbgrader restores them before grading. Each kernel and
 its engines are confined so that they cannot write the course folder but the student's
 autograded/ folder (CrashTolerantExecute.confine), and `make autograde` grades every

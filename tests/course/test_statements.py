@@ -37,7 +37,7 @@ CORRECTIONS = [
     ("04_model", 'ECHO = "echo', "own reply buffer (as OSU) + ready message"),
     ("04_model", "ready message (OSU)", "own reply buffer (as OSU)"),
     ("04_model", "(OSU's method; docs/method.md)", "a step of\nits own, not OSU's"),
-    ("04_model", "1.3-4x at 16 KiB - 1 MiB", "more\nthan ten times as much between 16 KiB and 2 MiB"),
+    ("04_model", "1.3-4x at 16 KiB - 1 MiB", "more\nthan ten times as much between 16 KiB"),
     ("04_model", "costs this MPICH 1.3-4x", "02's own-buffer experiment"),
     ("01_pingpong", "most clearly for small\nmessages", "predicted_ratio = {8: None"),
     ("01_pingpong", "On small messages the fixed cost of pickling", "a ratio\nthat grows with"),
