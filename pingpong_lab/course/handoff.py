@@ -54,11 +54,13 @@ OLD_MEDIAN = "t_one_way_s"  # the median one-way time's name in results saved be
 
 
 class Loaded(dict):
-    """The arrays and values of a result, plus where they came from (`source`)."""
+    """The arrays and values of a result, plus where they came from (`source`) and whether
+    they are the learner's own (`yours`: False for a shipped or fallback dataset)."""
 
-    def __init__(self, values, source: str):
+    def __init__(self, values, source: str, yours: bool = False):
         super().__init__(values)
         self.source = source
+        self.yours = yours
 
     def __repr__(self):
         return f"Loaded({sorted(self)}, source={self.source!r})"
@@ -209,6 +211,7 @@ def load(name: str, fallback, writer: str = "an earlier notebook", directory=Non
         values = read(folder, name)
     except (OSError, ValueError, json.JSONDecodeError) as error:
         return use_fallback(f"Could not read {path}: {error}")
-    loaded = Loaded(values, source=f"your result {path.name} (saved {values.get('_saved', '?')})")
+    saved = values.get("_saved", "?")
+    loaded = Loaded(values, source=f"your result {path.name} (saved {saved})", yours=True)
     print(f"Using {loaded.source}, written by {writer}.")
     return loaded

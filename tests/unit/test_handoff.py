@@ -23,7 +23,7 @@ def test_save_then_load_round_trip(tmp_path, capsys):
     got = handoff.load("02_sweep", fallback={}, directory=tmp_path)
     np.testing.assert_array_equal(got["nbytes"], [1, 2, 4])
     assert got["t"].dtype == np.float64 and got["kernel"] == "student C" and got["reps"] == 100
-    assert "02_sweep.npz" in got.source
+    assert "02_sweep.npz" in got.source and got.yours
     said = capsys.readouterr().out
     assert (
         said.startswith("Using your result 02_sweep.npz (saved ") and "an earlier notebook" in said
@@ -38,6 +38,10 @@ def test_missing_file_says_which_and_uses_fallback(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "03_runs.npz" in out and "03_variability" in out and "instead" in out
     np.testing.assert_array_equal(got["x"], [1, 1])
+    assert not got.yours  # notebooks label it as the shipped data, not "your sweep"
+    assert not handoff.load(
+        "r", fallback=lambda: handoff.shipped("02_sweep"), directory=tmp_path
+    ).yours
 
 
 def test_unreadable_file_falls_back(tmp_path, capsys):
