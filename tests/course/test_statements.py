@@ -49,6 +49,9 @@ CORRECTIONS = [
     # the first comparison's legend took the whole figure (a label with the method in it)
     ("04_model", 'f"reference: C kernel, {REF_METHOD}"', "reference kernel's method: {REF_METHOD}"),
     ("02_timing", "<no such text>", "on one and the same buffer at once, which MPI does not allow"),
+    # a KVM guest shows one thread per core whatever the host has
+    ("03_variability", "as on the course's 2-core servers) cannot show", "the guest cannot tell"),
+    ("03_variability", "this notebook was written on (no SMT)", "a KVM guest that sees one"),
     ("05_contention", "largest sizes the two meet", "6.0 GiB/s windowed against 11.9 GiB/s"),
     ("04_model", "latency.\n- Compare the *shape*", "by up to a factor of 2 either way"),
     ("04_model", "seconds, **echo** method: half of each round", 'sends a small "ready" message'),
