@@ -355,6 +355,13 @@ def memory_limit_prefix(limit_mb: int) -> list[str]:
     return [sys.executable, "-c", SET_DATA_LIMIT_AND_EXEC, str(limit_mb)] if limit_mb else []
 
 
+def _removed_at_exit(prefix: str) -> str:
+    """A new temporary folder of this grading process, removed when it exits."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 class MemoryLimitedKernelManager(AsyncKernelManager):
     """nbgrader's kernel manager, starting the kernel with a limit on its memory (RLIMIT_DATA)
     and, when grading a class, confined (sandbox.confine_prefix).
@@ -568,16 +575,14 @@ class CrashTolerantExecute(Execute):
         learner's kernel and engines see empty (a connection file lets whoever reads it run
         code in that kernel), removed at exit."""
         if getattr(self, "_judges_dir", None) is None:
-            self._judges_dir = tempfile.mkdtemp(prefix="pingpong-lab-judges-")
-            atexit.register(shutil.rmtree, self._judges_dir, True)
+            self._judges_dir = _removed_at_exit("pingpong-lab-judges-")
         return self._judges_dir
 
     def _c_build(self) -> str:
         """Where confined kernels build learners' C (their home is read-only, and the engines
         load the libraries from there): a folder of this grading process, removed at exit."""
         if getattr(self, "_c_build_dir", None) is None:
-            self._c_build_dir = tempfile.mkdtemp(prefix="pingpong-lab-c-build-")
-            atexit.register(shutil.rmtree, self._c_build_dir, True)
+            self._c_build_dir = _removed_at_exit("pingpong-lab-c-build-")
         return self._c_build_dir
 
     def create_kernel_manager(self):
@@ -738,8 +743,7 @@ class CrashTolerantExecute(Execute):
         is removed once the judge answers (JudgeKernel.connect), before any program runs."""
         km.connection_file = os.path.join(tempfile.mkdtemp(dir=self._judges()), "kernel-judge.json")
         if isinstance(km, MemoryLimitedKernelManager) and self._confined(km).confine_readonly:
-            judge_dir = tempfile.mkdtemp(prefix="pingpong-lab-judge-")
-            atexit.register(shutil.rmtree, judge_dir, True)
+            judge_dir = _removed_at_exit("pingpong-lab-judge-")
             km.confine_writable = [judge_dir]
             km.confine_hidden = []
             km.kernel_env = {**km.kernel_env, "PINGPONG_LAB_BUILD": judge_dir}
