@@ -16,9 +16,11 @@ import numpy as np
 
 from ..data import schema
 from ..engines.shipping import ship, unship
+from ..errors import DeadlockError
 from ..progress import bar
 from . import grading
 from .grading.fakempi import SEND_KINDS
+from .grading.fresh_ranks import work
 from .grading.mode import ENGINE_TIMEOUT_S
 from .grading.trace import show_bytes
 
@@ -161,8 +163,8 @@ def run_safe_exchange(cluster, fn, sizes=(8, 1 << 20)) -> None:
     """Run a learner's exchange between ranks 0 and 1 at each size and say what happened."""
     for nbytes in sizes:
         try:
-            grading.check_safe_exchange(cluster, fn, sizes=(nbytes,))
-        except AssertionError as exc:
+            grading.safe_exchange_on_engines(cluster, fn, nbytes)
+        except (AssertionError, DeadlockError) as exc:
             print(f"{nbytes} B: {exc}")
             return
         print(f"{nbytes} B: both buffers arrived intact, in both directions")
@@ -275,17 +277,7 @@ def reference_time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup, cloc
     return elapsed / (2 * reps)
 
 
-def best_of(cluster, time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02) -> float:
-    """The smallest of `runs` one-way times measured with time_pingpong at nbytes on the engines.
-
-    A mean over round trips takes in every stall of a shared machine; the best of a few short
-    runs is what the loop itself costs, so two loops compared this way differ only by their
-    code, not by when the machine was busy.
-    """
-    rows = student_sweep(cluster, time_pingpong, None, pingpong, [nbytes] * runs, target_s)
-    return min(r["t_s"] for r in rows)
-
-
+@work
 def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
     from mpi4py import MPI
 

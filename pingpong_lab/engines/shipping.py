@@ -60,3 +60,44 @@ def unship(package):
         else:
             fn.__globals__.setdefault(name, value)
     return fn
+
+
+def packed(fn) -> bytes:
+    """ship(fn) as bytes, for a process of its own rather than the engines (a check's fresh MPI
+    job): every function in it canned as ipyparallel cans one, then pickled.
+
+    A stand-in for a function that lives in another kernel (what a grading judge holds for a
+    learner's function) is packed by the kernel that holds it: the judge only passes the bytes
+    on to the job, it never unpickles them."""
+    pack = getattr(type(fn), "packed_by_owner", None)
+    if pack is not None:
+        return pack(fn)
+    from ipyparallel.serialize import can
+
+    def canned(package):
+        if package[0] == "value":
+            return ("value", can(package[1]))
+        _, function, env = package
+        return ("shipped", can(function), tuple(
+            (name, how, canned(value) if how == "shipped" else value if how == "module" else
+             can(value)) for name, how, value in env))  # fmt: skip
+
+    return pickle.dumps(canned(ship(fn)))
+
+
+def unpacked(data: bytes):
+    """The package of packed() bytes, for unship() (in the job that runs it, never the judge).
+    Its functions share one namespace of their own, as the notebook's did."""
+    from ipyparallel.serialize import uncan
+
+    space: dict = {}
+
+    def uncanned(package):
+        if package[0] == "value":
+            return ("value", uncan(package[1], space))
+        _, function, env = package
+        return ("shipped", uncan(function, space), tuple(
+            (name, how, uncanned(value) if how == "shipped" else value if how == "module" else
+             uncan(value, space)) for name, how, value in env))  # fmt: skip
+
+    return uncanned(pickle.loads(data))  # noqa: S301 (a learner's function, in its own process)

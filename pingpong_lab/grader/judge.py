@@ -24,12 +24,16 @@ run here too (JUDGE_SIDE):
 - those that build a learner's C program (bench.c, linfit.c) from its source in the learner's
   folder and run it as a process of its own: the judge reads its output, files and the
   profiling layer's log as data. The program runs beside the judge, which it cannot reach:
-  the judge's connection file is gone once it answers and its process is not dumpable.
+  the judge's connection file is gone once it answers and its process is not dumpable;
+- those that run a learner's function or C library on real MPI (engine_checks, ctiming): not
+  on the learner's engines but on ranks of the check's own, a fresh mpiexec job started here
+  (fresh_ranks). A learner's function reaches the job packed by the learner's kernel, as bytes
+  the judge passes on and never unpickles (proxy.Stand_in.packed_by_owner); a C library is
+  built here from the learner's source (cbuild.compile_student_c). The ranks report as JSON.
 
-Course checks that need the learner's own objects (the MPI engines the learner's kernel
-borrows, a learner's C library loaded into them) run in the learner's kernel (CourseCall,
-LEARNER_SIDE) and send back their result or their error as data. end() tells the learner's
-kernel it is done.
+Course code that needs the learner's own objects (the MPI engines the learner's kernel
+borrows, for a learner's cells) runs in the learner's kernel (CourseCall, LEARNER_SIDE) and
+sends back its result or its error as data. end() tells the learner's kernel it is done.
 """
 
 from __future__ import annotations
@@ -44,13 +48,15 @@ from .sandbox import not_dumpable
 # course code that runs where the learner's engines, C builds and working folder are
 LEARNER_SIDE = (
     "pingpong_lab.course.grading.cbuild",
-    "pingpong_lab.course.grading.ctiming",
-    "pingpong_lab.course.grading.engine_checks",
     "pingpong_lab.engines",
 )
 # course code that always runs in the judge: traces of a learner's function on the judge's
 # fakes, and the learner's C programs run as processes whose output is data
 JUDGE_SIDE = (
+    "pingpong_lab.course.grading.engine_checks",
+    "pingpong_lab.course.grading.ctiming",
+    "pingpong_lab.course.grading.fresh_ranks",
+    "pingpong_lab.course.grading.cbuild.compile_student_c",
     "pingpong_lab.course.grading.trace",
     "pingpong_lab.course.grading.fakempi",
     "pingpong_lab.course.grading.timing",
@@ -176,6 +182,13 @@ class CourseCall(ByName):
                  "kwargs": channel.encode(kwargs, by_value=True)}
             )  # fmt: skip
         return self.function(*args, **kwargs)
+
+    def packed_by_owner(self) -> bytes:
+        """This course function packed for a check's own MPI job (engines.shipping.packed):
+        the job imports it by its module and name."""
+        from ..engines.shipping import packed
+
+        return packed(self.function)
 
     def __repr__(self):
         return f"<course {self.name}>"

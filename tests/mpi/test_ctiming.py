@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pingpong_lab.course import grading, notebook
+from pingpong_lab.course.grading import ctiming
 
 from ..conftest import requires_mpi
 
@@ -51,19 +52,19 @@ def _library(folder, source, instrument):
     return grading.compile_student_c(str(path), name="timing", instrument=instrument)
 
 
-def test_the_solution_passes_the_instrumented_check(cluster2, build_here):
+def test_the_solution_passes_the_instrumented_check(build_here):
     lib = _library(build_here, solution_c(), instrument=True)
-    assert grading.check_c_timing(cluster2, lib, nbytes=64, reps=5, warmup=3)
-    assert grading.check_c_timing(cluster2, lib, nbytes=4097, reps=9, warmup=0)
+    assert grading.check_c_timing(lib, nbytes=64, reps=5, warmup=3)
+    assert grading.check_c_timing(lib, nbytes=4097, reps=9, warmup=0)
 
 
 @pytest.mark.parametrize(("old", "new"), SLIPS.values(), ids=SLIPS.keys())
-def test_a_slip_in_the_timing_loop_fails_the_instrumented_check(cluster2, build_here, old, new):
+def test_a_slip_in_the_timing_loop_fails_the_instrumented_check(build_here, old, new):
     source = solution_c()
     assert old in source
     lib = _library(build_here, source.replace(old, new), instrument=True)
     with pytest.raises(AssertionError):
-        grading.check_c_timing(cluster2, lib, nbytes=64, reps=5, warmup=3)
+        grading.check_c_timing(lib, nbytes=64, reps=5, warmup=3)
 
 
 def test_the_c_sweep_keeps_every_sample_and_hands_on_the_contract_shapes(cluster2, build_here):
@@ -90,4 +91,6 @@ def test_the_c_sweep_keeps_every_sample_and_hands_on_the_contract_shapes(cluster
 def test_a_c_function_can_be_called_more_often_than_mpi4py_has_error_handlers(cluster2, build_here):
     lib = _library(build_here, solution_c(), instrument=False)
     for _ in range(40):  # mpi4py has 32 slots for Python error handlers per process
-        assert grading.c_one_way(cluster2, lib, nbytes=8, reps=3, warmup=1) > 0
+        results = ctiming.c_timing_on_engines(cluster2, lib, nbytes=8, reps=3, warmup=1)
+        ctiming.raise_for_rc(results)
+        assert results[0]["one_way"] > 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pingpong_lab.course import grading
+from pingpong_lab.errors import DeadlockError
 
 from ..conftest import remember_pids
 
@@ -40,17 +41,25 @@ def keeps_its_own(comm, sendbuf, recvbuf):
 
 
 @pytest.mark.parametrize("fn", [sendrecv, receive_first])
-def test_a_correct_exchange_passes_from_eager_to_rendezvous_sizes(cluster2, fn):
-    assert grading.check_safe_exchange(cluster2, fn, sizes=(0, 8, 8192, 1 << 20))
+def test_a_correct_exchange_passes_from_eager_to_rendezvous_sizes(fn):
+    assert grading.check_safe_exchange(fn, sizes=(0, 8, 8192, 1 << 20))
 
 
-def test_the_head_to_head_send_fails_by_its_deadline_not_by_hanging(cluster2):
-    remember_pids(cluster2.pids)  # the deadlocked engines are replaced
-    with pytest.raises(AssertionError, match="did not finish within 5 s"):
-        grading.check_safe_exchange(cluster2, head_to_head, sizes=(8, 1 << 20), timeout=5)
-    assert grading.check_safe_exchange(cluster2, sendrecv, sizes=(1 << 20,))  # fresh engines
+def test_the_head_to_head_send_fails_by_its_deadline_not_by_hanging():
+    with pytest.raises(AssertionError, match=r"exchange of 1048576 bytes did not finish within 5 s"):
+        grading.check_safe_exchange(head_to_head, sizes=(8, 1 << 20), timeout=5)
+    assert grading.check_safe_exchange(sendrecv, sizes=(1 << 20,))
 
 
-def test_an_exchange_that_keeps_its_own_bytes_fails_at_once(cluster2):
+def test_an_exchange_that_keeps_its_own_bytes_fails_at_once():
     with pytest.raises(AssertionError, match="did not send"):
-        grading.check_safe_exchange(cluster2, keeps_its_own, sizes=(64,))
+        grading.check_safe_exchange(keeps_its_own, sizes=(64,))
+
+
+def test_on_the_learners_engines_a_deadlock_ends_at_the_deadline_and_the_engines_are_replaced(
+    cluster2,
+):
+    remember_pids(cluster2.pids)  # the deadlocked engines are replaced
+    with pytest.raises(DeadlockError):
+        grading.safe_exchange_on_engines(cluster2, head_to_head, 1 << 20, timeout=5)
+    grading.safe_exchange_on_engines(cluster2, sendrecv, 1 << 20)

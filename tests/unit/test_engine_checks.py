@@ -1,4 +1,4 @@
-"""grading.engine_checks: what a learner reads when echoes come back corrupted (no engines)."""
+"""grading.engine_checks: what a learner reads when echoes come back corrupted (no MPI)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,16 @@ import pytest
 from pingpong_lab.course.grading import engine_checks, matching
 
 
-class _Cluster:
-    """Answers every cluster.run with the given per-rank results."""
+@pytest.fixture
+def ranks(monkeypatch):
+    """ranks(results): every run of a check's fresh job answers with these per-rank results."""
 
-    def __init__(self, results):
-        self.results = results
+    def answer(results):
+        monkeypatch.setattr(
+            engine_checks, "on_fresh_ranks", lambda work, runs, *a, **k: [results for _ in runs]
+        )
 
-    def run(self, func, *args, timeout=None, **kwargs):
-        return self.results
+    return answer
 
 
 def _c_results(corrupt, calls0=(), calls1=(), constants=matching.MPICH):
@@ -26,38 +28,41 @@ def _c_results(corrupt, calls0=(), calls1=(), constants=matching.MPICH):
     ]
 
 
-def test_python_echoes_name_the_count_the_size_and_the_detail():
-    cluster = _Cluster([{"rank": 0, "corrupt": 2, "detail": "byte 5 differs"}, {}])
+def test_python_echoes_name_the_count_the_size_and_the_detail(ranks):
+    ranks([{"rank": 0, "corrupt": 2, "detail": "byte 5 differs"}, {}])
     with pytest.raises(AssertionError) as info:
-        engine_checks.check_pingpong_on_engines(cluster, print, sizes=(4097,), iters=3)
+        engine_checks.check_pingpong_on_ranks(print, sizes=(4097,), iters=3)
     assert str(info.value) == (
         "2 of 3 echoes of 4097 bytes came back different from what rank 0 sent; byte 5 differs"
     )
-    ok = _Cluster([{"rank": 0, "corrupt": 0, "detail": None}, {}])
-    assert engine_checks.check_pingpong_on_engines(ok, print, sizes=(0, 1), iters=3)
+    ranks([{"rank": 0, "corrupt": 0, "detail": None}, {}])
+    assert engine_checks.check_pingpong_on_ranks(print, sizes=(0, 1), iters=3)
 
 
-def test_c_payload_echoes_name_the_count_and_the_size():
+def test_c_payload_echoes_name_the_count_and_the_size(ranks):
+    ranks(_c_results(1))
     with pytest.raises(AssertionError) as info:
-        engine_checks.check_c_payload(_Cluster(_c_results(1)), "lib.so", sizes=(1,), iters=2)
+        engine_checks.check_c_payload("lib.so", sizes=(1,), iters=2)
     assert str(info.value) == "1 of 2 echoes of 1 byte came back different from what rank 0 sent"
-    assert engine_checks.check_c_payload(_Cluster(_c_results(0)), "lib.so", sizes=(1,))
+    ranks(_c_results(0))
+    assert engine_checks.check_c_payload("lib.so", sizes=(1,))
 
 
-def test_instrumented_c_echoes_show_the_calls_seen():
+def test_instrumented_c_echoes_show_the_calls_seen(ranks):
     send, recv = (1, 1, 0, 8), (2, 1, 0, 8)
     calls0 = [send, recv]
     calls1 = [(2, 0, 0, 8), (1, 0, 0, 8)]
-    cluster = _Cluster(_c_results(1, calls0, calls1))
+    ranks(_c_results(1, calls0, calls1))
     with pytest.raises(AssertionError) as info:
-        engine_checks.check_c_pingpong(cluster, "lib.so", nbytes=8, iters=1)
+        engine_checks.check_c_pingpong("lib.so", nbytes=8, iters=1)
     message = str(info.value)
     assert message.startswith("1 of 1 echoes came back different from what rank 0 sent (calls")
-    assert engine_checks.check_c_pingpong(_Cluster(_c_results(0, calls0, calls1)), "l", 8, 1)
+    ranks(_c_results(0, calls0, calls1))
+    assert engine_checks.check_c_pingpong("l", 8, 1)
 
 
-def test_more_ranks_name_the_rank_count(monkeypatch):
-    monkeypatch.setattr(engine_checks, "run_c_with_ranks", lambda *a, **k: _c_results(3))
+def test_more_ranks_name_the_rank_count(ranks):
+    ranks(_c_results(3))
     with pytest.raises(AssertionError) as info:
         engine_checks.check_c_with_ranks("lib.so", nranks=3, nbytes=100)
     assert str(info.value) == (
@@ -76,8 +81,10 @@ def _call(kind, peer, tag=0, nbytes=8):
 
 
 def _check_c(mpi, calls0, calls1):
-    cluster = _Cluster(_c_results(0, calls0, calls1, constants=mpi))
-    return engine_checks.check_c_pingpong(cluster, "lib.so", nbytes=8, iters=1)
+    results = _c_results(0, calls0, calls1, constants=mpi)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_checks, "on_fresh_ranks", lambda work, runs, *a, **k: [results])
+        return engine_checks.check_c_pingpong("lib.so", nbytes=8, iters=1)
 
 
 C_ACCEPTED = {

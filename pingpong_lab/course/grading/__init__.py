@@ -3,8 +3,9 @@
 Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
 - a learner's function is first run on fake communicators (fakempi), which record every MPI call
   without any MPI, so a wrong peer or a deadlock-prone order is a readable assertion (trace);
-- work on the engines always has a deadline shorter than nbgrader's cell timeout
-  (engine_checks): a deadlocked submission fails that cell and the rest is still graded;
+- work on real MPI runs on ranks of the check's own, with a deadline shorter than nbgrader's
+  cell timeout (fresh_ranks): a deadlocked submission fails that cell and the rest is still
+  graded;
 - timings are judged only as ratios to the reference kernel measured in the same run (mode).
 
     mode           grading mode, scale(), quiet(), deadlines, checks on plain values
@@ -12,10 +13,12 @@ Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
     fakempi        FakeComm and its recorded calls (Op)
     trace          is a traced ping-pong correct? (Python, buffers and pickled objects)
     timing         FakeClock and the order of a timing loop's steps
-    engine_checks  learners' Python and C ping-pongs on the engines and under mpiexec
+    fresh_ranks    a check's own MPI ranks: a fresh mpiexec job per check, results as JSON
+    engine_checks  learners' Python and C ping-pongs on MPI: checks on fresh ranks, and the
+                   same work on the learner's engines for the learner's own cells
     cbuild         instrumented builds of learners' C, notebook 04's linfit driver
     cbench         notebook 02's whole benchmark program: built, run under mpiexec, its CSV graded
-    ctiming        notebook 02's C timing loop on the engines: checks and the sweep
+    ctiming        notebook 02's C timing loop: checks on fresh ranks, the learner's sweep
 """
 
 import sys
@@ -38,16 +41,18 @@ from .cbuild import (
     compile_student_c,
     instrument_c,
 )
-from .ctiming import c_median_one_way, c_one_way, c_sweep, check_c_timing
+from .ctiming import c_median_one_way, c_sweep, check_c_timing, course_c_median_one_way
 from .engine_checks import (
+    best_of_on_ranks,
     c_pingpong_on_engines,
     check_c_payload,
     check_c_pingpong,
     check_c_with_ranks,
-    check_pingpong_on_engines,
+    check_pickle_on_ranks,
+    check_pingpong_on_ranks,
     check_safe_exchange,
     pingpong_on_engines_report,
-    run_c_with_ranks,
+    safe_exchange_on_engines,
 )
 from .fakempi import FakeComm, Message, Op, comm_ops, echo_sent_by
 from .matching import MPIConstants, mpi_constants
@@ -91,8 +96,8 @@ __all__ = [
     "assert_fit_matches",
     "build_bench",
     "build_linfit",
+    "best_of_on_ranks",
     "c_median_one_way",
-    "c_one_way",
     "c_sweep",
     "c_linfit",
     "c_pingpong_on_engines",
@@ -105,15 +110,17 @@ __all__ = [
     "check_c_pingpong",
     "check_c_timing",
     "check_c_with_ranks",
+    "check_pickle_on_ranks",
     "check_pickle_pingpong",
     "check_pairwise_exchange",
     "check_pingpong",
-    "check_pingpong_on_engines",
+    "check_pingpong_on_ranks",
     "check_safe_exchange",
     "check_timing_sequence",
     "check_trace",
     "comm_ops",
     "compile_student_c",
+    "course_c_median_one_way",
     "describe_echo",
     "diagnose_trace",
     "echo_sent_by",
@@ -124,7 +131,7 @@ __all__ = [
     "quiet",
     "read_bench_csv",
     "run_bench",
-    "run_c_with_ranks",
+    "safe_exchange_on_engines",
     "scale",
     "timing_fakes",
     "timing_steps",

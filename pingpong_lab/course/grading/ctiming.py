@@ -1,4 +1,4 @@
-"""Notebook 02's C timing loop: run a learner's time_pingpong_c on the engines, and check it.
+"""Notebook 02's C timing loop: run a learner's time_pingpong_c on MPI ranks, and check it.
 
 The learner writes
 
@@ -11,6 +11,9 @@ one-way time of the whole loop (elapsed / (2 reps)), agreed as the maximum over 
 MPI_Allreduce(MPI_MAX). In the instrumented build (kernels_c/grading/pp_graded.h) MPI_Wtime is
 a fake clock that only point-to-point calls move, by (rank + 1) ticks each, so the check knows
 every sample in advance on any machine.
+
+The checks run it on ranks of their own (fresh_ranks.on_fresh_ranks); the learner's cells run
+it on the learner's engines (c_timing_on_engines, c_sweep).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import ctypes
 import numpy as np
 
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
-from .mode import ENGINE_TIMEOUT_S
+from .fresh_ranks import Unfinished, on_fresh_ranks, work
+from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S
 
 FUNCTION = "time_pingpong_c"
 TICK_S = 1e-6  # PP_GRADED_TICK_S in pp_graded.h
@@ -30,6 +34,7 @@ P2P = ("Send", "Ssend", "Recv", "Isend", "Irecv")
 MAX_CALLS = 512  # PP_GRADED_MAX
 
 
+@work
 def _c_timing_on_engine(lib, nbytes, reps, warmup, instrumented, keep_samples=True):
     """Engine side: one call of the learner's time_pingpong_c; this rank's results."""
     from mpi4py import MPI
@@ -80,6 +85,23 @@ def c_timing_on_engines(
         bool(instrumented),
         timeout=timeout,
     )
+
+
+def c_timing_on_ranks(lib, nbytes=8, reps=10, warmup=2, instrumented=False,
+                      timeout=MPIEXEC_TIMEOUT_S):  # fmt: skip
+    """time_pingpong_c on two ranks of the check's own; per-rank dicts as c_timing_on_engines."""
+    try:
+        (results,) = on_fresh_ranks(
+            _c_timing_on_engine,
+            [[str(lib), int(nbytes), int(reps), int(warmup), bool(instrumented)]],
+            timeout=timeout,
+        )
+    except Unfinished:
+        raise AssertionError(
+            f"{FUNCTION} ({reps} round trips of {nbytes} B) did not finish within {timeout:g} s: "
+            "a rank is waiting for a message that never comes"
+        ) from None
+    return results
 
 
 def raise_for_rc(results) -> None:
@@ -156,13 +178,13 @@ def check_timing_calls(calls, ncalls, warmup, reps, rank=0) -> None:
         raise AssertionError(f"reduce after the timed loop, not inside it {where}")
 
 
-def check_c_timing(cluster, lib_instrumented, nbytes=64, reps=5, warmup=3) -> bool:
-    """The instrumented build on the engines: call order per rank, samples and the result.
+def check_c_timing(lib_instrumented, nbytes=64, reps=5, warmup=3) -> bool:
+    """The instrumented build on fresh ranks: call order per rank, samples and the result.
 
     With the fake clock rank r's round trip takes 2 (r + 1) ticks, so rank r's samples are all
     (r + 1) ticks (half a round trip), and *one_way is the largest of them on every rank.
     """
-    results = c_timing_on_engines(cluster, lib_instrumented, nbytes, reps, warmup, True)
+    results = c_timing_on_ranks(lib_instrumented, nbytes, reps, warmup, True)
     raise_for_rc(results)
     for res in results[:2]:
         check_timing_calls(res["calls"], res["ncalls"], warmup, reps, res["rank"])
@@ -185,19 +207,13 @@ def check_c_timing(cluster, lib_instrumented, nbytes=64, reps=5, warmup=3) -> bo
     return True
 
 
-def c_one_way(cluster, lib, nbytes=8, reps=200, warmup=20, timeout=ENGINE_TIMEOUT_S) -> float:
-    """The learner's *one_way at nbytes on the engines (rank 0's value), in seconds."""
-    results = c_timing_on_engines(cluster, lib, nbytes, reps, warmup, timeout=timeout)
-    raise_for_rc(results)
-    return results[0]["one_way"]
-
-
-def c_median_one_way(cluster, lib, nbytes=8, reps=500, warmup=50, timeout=ENGINE_TIMEOUT_S):
+def c_median_one_way(lib, nbytes=8, reps=500, warmup=50, timeout=MPIEXEC_TIMEOUT_S):
     """Median over round trips of the per-round-trip maximum over ranks of the learner's
-    samples at nbytes (seconds): robust to the stalls of a shared machine."""
+    samples at nbytes (seconds), on two ranks of the check's own: robust to the stalls of a
+    shared machine."""
     from ...analysis import stats
 
-    results = c_timing_on_engines(cluster, lib, nbytes, reps, warmup, timeout=timeout)
+    results = c_timing_on_ranks(lib, nbytes, reps, warmup, timeout=timeout)
     raise_for_rc(results)
     per_trip = stats.max_across_ranks([r["samples"] for r in results])
     if not np.isfinite(per_trip).any() or np.nanmedian(per_trip) <= 0:
@@ -205,6 +221,27 @@ def c_median_one_way(cluster, lib, nbytes=8, reps=500, warmup=50, timeout=ENGINE
             f"{FUNCTION} left its samples empty or not positive: {per_trip[:5].tolist()} ..."
         )
     return float(np.nanmedian(per_trip))
+
+
+@work
+def _course_c_median_on_engine(nbytes, reps):
+    """Engine side: the course's blocking C kernel at nbytes, `reps` round trips; rank 0's
+    median one-way time (seconds) as measure.sweep_rows reports it."""
+    from pingpong_lab.mpi import measure
+    from pingpong_lab.mpi.settings import SweepSettings
+
+    settings = SweepSettings(kind="c", mode="blocking", sizes=[int(nbytes)], reps=int(reps))
+    out = measure.sweep_rows(settings)
+    return {"t_median_s": None if out is None else float(out[0][0].t_median_s)}
+
+
+def course_c_median_one_way(nbytes=8, reps=500, timeout=MPIEXEC_TIMEOUT_S) -> float:
+    """The course's own C kernel at nbytes on two ranks of the check's own: its median one-way
+    time (seconds), the reference a learner's C timing loop is compared with."""
+    ((report, *_),) = on_fresh_ranks(
+        _course_c_median_on_engine, [[int(nbytes), int(reps)]], timeout=timeout
+    )
+    return report["t_median_s"]
 
 
 # -- notebook 02's sweep with the learner's own C timing loop and choose_reps --------------------

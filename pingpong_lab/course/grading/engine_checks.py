@@ -1,26 +1,26 @@
-"""Learners' ping-pongs (Python and C) run for real on the MPI engines, with deadlines.
+"""Learners' ping-pongs (Python and C) run for real on MPI, with deadlines.
 
-Work on the engines always has a deadline shorter than nbgrader's cell timeout
-(ENGINE_TIMEOUT_S): a deadlocked submission fails that cell, the engines restart, and the rest
-of the notebook is still graded. Runs with more ranks than the engines have are separate
-`mpiexec` jobs (`c_pingpong_job`, a job of mpi.jobs), killed whole at their deadline.
+The checks (check_*) run the learner's code on ranks of their own, a fresh `mpiexec` job for
+each check (fresh_ranks.on_fresh_ranks): never on the learner's engines, where a C kernel
+loaded earlier could answer for them. The job's ranks report what they saw as JSON and the
+check decides on that data (when grading, in the judge). A deadlock costs the check its
+deadline (MPIEXEC_TIMEOUT_S) and the job is ended whole.
+
+The learner's own cells run the same engine-side functions on the learner's engines
+(pingpong_on_engines_report, c_pingpong_on_engines), with ENGINE_TIMEOUT_S.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from ...engines.shipping import ship, unship
-from ...mpi import jobs
-from ...mpi.processes import run_group
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
 from .fakempi import Op, describe_op
+from .fresh_ranks import Unfinished, on_fresh_ranks, work
 from .matching import c_constants
 from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S, nbytes_text
 from .trace import check_exchange
@@ -38,6 +38,7 @@ def _on_engine(package, nbytes):
     return unship(package), comm, comm.Get_rank(), payload.base(nbytes), *zeros
 
 
+@work
 def _pingpong_on_engine(package, nbytes, iters):
     """Engine side: run a learner's fn(comm, sendbuf, recvbuf) `iters` times, check the echo."""
     from pingpong_lab.mpi import payload
@@ -76,6 +77,7 @@ def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIME
     return results[0]
 
 
+@work
 def _safe_exchange_on_engine(package, nbytes):
     """Engine side: ranks 0 and 1 swap patterned buffers with a learner's fn(comm, sendbuf,
     recvbuf); every rank calls it. Returns what arrived, as {rank, ok, detail}."""
@@ -102,24 +104,45 @@ def _safe_exchange_on_engine(package, nbytes):
     return {"rank": rank, "ok": ok, "detail": detail}
 
 
-def check_safe_exchange(cluster, fn, sizes=(8, 8192, 1 << 20), timeout=ENGINE_TIMEOUT_S):
-    """AssertionError unless ranks 0 and 1 swap their buffers intact at every size, with a
-    deadline: an exchange that relies on MPI's buffering deadlocks above the eager limit."""
-    from ...errors import DeadlockError
+def _sized_runs(work_function, sizes, functions, what, timeout, nranks=2, before=(), after=()):
+    """work_function(*packed functions, *before, nbytes, *after) for each size on one fresh
+    job: [(nbytes, per-rank results)]; a size that does not finish by the deadline is an
+    AssertionError that names it."""
+    sizes = [int(n) for n in sizes]
+    try:
+        runs = on_fresh_ranks(
+            work_function, [[*before, n, *after] for n in sizes], functions, nranks, timeout
+        )
+    except Unfinished as exc:
+        raise AssertionError(
+            f"{what} of {nbytes_text(sizes[exc.run])} did not finish within {timeout:g} s: "
+            "a rank is waiting for a message that never comes (a send that waits for a receive "
+            "the other rank has not posted yet, or a receive that no send matches)"
+        ) from None
+    return list(zip(sizes, runs))
 
-    for nbytes in sizes:
-        try:
-            results = cluster.run(_safe_exchange_on_engine, ship(fn), int(nbytes), timeout=timeout)
-        except DeadlockError:
-            raise AssertionError(
-                f"the exchange of {nbytes_text(nbytes)} did not finish within {timeout:g} s: "
-                "both ranks are waiting (a send that waits for a receive the other rank has not "
-                "posted yet). Post the receive first (Irecv, then Send, then Wait) or use "
-                "Sendrecv."
-            ) from None
-        bad = [r["detail"] for r in results if not r["ok"]]
-        assert not bad, f"exchange of {nbytes_text(nbytes)}: " + "; ".join(bad)
+
+def assert_exchanged(results, nbytes) -> None:
+    """AssertionError unless ranks 0 and 1 each received the other's buffer intact."""
+    bad = [r["detail"] for r in results if not r["ok"]]
+    assert not bad, f"exchange of {nbytes_text(nbytes)}: " + "; ".join(bad)
+
+
+def check_safe_exchange(fn, sizes=(8, 8192, 1 << 20), timeout=MPIEXEC_TIMEOUT_S):
+    """AssertionError unless ranks 0 and 1 swap their buffers intact at every size, on ranks of
+    the check's own, with a deadline: an exchange that relies on MPI's buffering deadlocks
+    above the eager limit (post the receive first, or use Sendrecv)."""
+    for nbytes, results in _sized_runs(
+        _safe_exchange_on_engine, sizes, [fn], "the exchange", timeout
+    ):
+        assert_exchanged(results, nbytes)
     return True
+
+
+def safe_exchange_on_engines(cluster, fn, nbytes, timeout=ENGINE_TIMEOUT_S):
+    """One exchange of nbytes on the learner's engines (a DeadlockError past the deadline)."""
+    results = cluster.run(_safe_exchange_on_engine, ship(fn), int(nbytes), timeout=timeout)
+    assert_exchanged(results, nbytes)
 
 
 def _assert_echoes_intact(corrupt: int, count: str, nbytes=None, before="", after="") -> None:
@@ -132,17 +155,20 @@ def _assert_echoes_intact(corrupt: int, count: str, nbytes=None, before="", afte
         )
 
 
-def check_pingpong_on_engines(cluster, fn, sizes=(0, 1, 4097, 1 << 20), iters=3):
-    """AssertionError unless every echo comes back intact at every size (with a deadline)."""
-    for nbytes in sizes:
-        report = pingpong_on_engines_report(cluster, fn, nbytes, iters)
-        corrupt = report["corrupt"]
+def check_pingpong_on_ranks(fn, sizes=(0, 1, 4097, 1 << 20), iters=3, timeout=MPIEXEC_TIMEOUT_S):
+    """AssertionError unless every echo comes back intact at every size, on two ranks of the
+    check's own (with a deadline)."""
+    for nbytes, results in _sized_runs(
+        _pingpong_on_engine, sizes, [fn], "the ping-pong", timeout, after=[int(iters)]
+    ):
+        corrupt = results[0]["corrupt"]
         _assert_echoes_intact(
-            corrupt, f"{corrupt} of {iters}", nbytes, after=f"; {report.get('detail')}"
+            corrupt, f"{corrupt} of {iters}", nbytes, after=f"; {results[0].get('detail')}"
         )
     return True
 
 
+@work
 def _c_pingpong_on_engine(lib, function, nbytes, iters, instrumented):
     """Engine side: call `int function(comm, sendbuf, recvbuf, nbytes)` iters times."""
     from mpi4py import MPI
@@ -224,13 +250,13 @@ def _graded_ops(calls):
     return [Op(GRADED_KINDS.get(kind, str(kind)), peer, tag, n) for kind, peer, tag, n in calls]
 
 
-def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="pingpong_c"):
-    """Check the learner's C ping-pong (instrumented build) on the engines: calls and payload.
+def check_c_pingpong(lib_instrumented, nbytes=1000, iters=2, function="pingpong_c"):
+    """Check the learner's C ping-pong (instrumented build) on fresh ranks: calls and payload.
 
     Peers and tags are judged with the MPI_ANY_SOURCE, MPI_ANY_TAG and MPI_PROC_NULL of the
     library the learner's code was compiled against.
     """
-    results = c_pingpong_on_engines(cluster, lib_instrumented, nbytes, iters, function, True)
+    results = c_pingpong_on_ranks(lib_instrumented, [nbytes], iters, function, True)[0][1]
     _raise_for_codes(results, function)
     mpi = c_constants(results[0]["constants"])
     ops = [_graded_ops(r["calls"]) for r in results]
@@ -254,55 +280,94 @@ def check_c_pingpong(cluster, lib_instrumented, nbytes=1000, iters=2, function="
     return True
 
 
-def check_c_payload(cluster, lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function="pingpong_c"):
-    """The uninstrumented C ping-pong echoes every size intact on the engines."""
-    for nbytes in sizes:
-        results = c_pingpong_on_engines(cluster, lib, nbytes, iters, function)
+def c_pingpong_on_ranks(
+    lib,
+    sizes,
+    iters=2,
+    function="pingpong_c",
+    instrumented=False,
+    nranks=2,
+    timeout=MPIEXEC_TIMEOUT_S,
+):
+    """The C ping-pong at each size on one fresh job: [(nbytes, per-rank results)]."""
+    return _sized_runs(
+        _c_pingpong_on_engine, sizes, [], f"{function}'s ping-pong", timeout, nranks,
+        before=[str(lib), function], after=[int(iters), bool(instrumented)],
+    )  # fmt: skip
+
+
+def check_c_payload(lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function="pingpong_c"):
+    """The uninstrumented C ping-pong echoes every size intact on fresh ranks."""
+    for nbytes, results in c_pingpong_on_ranks(lib, sizes, iters, function):
         _raise_for_codes(results, function)
         corrupt = results[0]["corrupt"]
         _assert_echoes_intact(corrupt, f"{corrupt} of {iters}", nbytes)
     return True
 
 
-# -- more ranks: a separate mpiexec job, with a deadline ---------------------------------------
-def run_c_with_ranks(
-    lib, nranks=3, nbytes=100, iters=2, function="pingpong_c", timeout=MPIEXEC_TIMEOUT_S
-):
-    """Run the C ping-pong in a fresh `mpiexec -n nranks` job; per-rank results.
-
-    The job runs in its own process group and is killed whole when it passes the deadline.
-    """
-    with tempfile.TemporaryDirectory(prefix="pp-grade-") as out_dir:
-        spec = {"lib": str(lib), "function": function, "nbytes": int(nbytes), "iters": int(iters)}
-        cmd = jobs.command(c_pingpong_job, {**spec, "out_dir": out_dir}, nranks)
-        try:
-            proc = run_group(cmd, timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(
-                f"with {nranks} ranks, {function} did not finish within {timeout:g} s: probably "
-                "a deadlock (do ranks other than 0 and 1 wait for a message that never comes?)"
-            ) from None
-        results = [json.loads(p.read_text()) for p in sorted(Path(out_dir).glob("rank*.json"))]
-    if proc.returncode != 0 or len(results) != nranks:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-        raise AssertionError(
-            f"the {nranks}-rank run of {function} failed (exit {proc.returncode}):\n{tail}"
-        )
-    return sorted(results, key=lambda r: r["rank"])
-
-
 def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
-    results = run_c_with_ranks(lib, nranks, nbytes, function=function)
+    """With more ranks than two (the others idle), the C echo is intact and every rank ends."""
+    ((_, results),) = c_pingpong_on_ranks(lib, [nbytes], 2, function, nranks=nranks)
     _raise_for_codes(results, function)
     corrupt = results[0]["corrupt"]
     _assert_echoes_intact(corrupt, str(corrupt), nbytes, before=f"with {nranks} ranks, ")
     return True
 
 
-@jobs.job
-def c_pingpong_job(spec: dict, comm) -> int:
-    """The "c-pingpong" job (every rank): run the C ping-pong, each rank writes its result."""
-    args = spec["lib"], spec["function"], spec["nbytes"], spec["iters"]
-    result = _c_pingpong_on_engine(*args, instrumented=False)
-    Path(spec["out_dir"], f"rank{result['rank']:05d}.json").write_text(json.dumps(result))
-    return 0
+# -- mpi4py's pickling calls, and a learner's timing loop, on fresh ranks ------------------------
+@work
+def _pickle_echo_on_engine(package, obj, iters):
+    """Engine side: rank 0's object after fn(comm, obj) `iters` times, as JSON data (a value
+    that is not JSON is described, never compared here)."""
+    from ..notebook import _pickle_pingpong_on_engine
+
+    back = _pickle_pingpong_on_engine(package, obj, iters)
+    try:
+        return {"echoed": json.loads(json.dumps(back))}
+    except (TypeError, ValueError):
+        return {"echoed": None, "not_data": f"a {type(back).__name__}"}
+
+
+def check_pickle_on_ranks(fn, obj, iters=2, timeout=MPIEXEC_TIMEOUT_S):
+    """AssertionError unless fn(comm, obj) echoes `obj` (JSON data) back to rank 0 on two ranks
+    of the check's own."""
+    try:
+        ((report, *_),) = on_fresh_ranks(
+            _pickle_echo_on_engine, [[obj, int(iters)]], [fn], timeout=timeout
+        )
+    except Unfinished:
+        raise AssertionError(
+            f"the echo of {obj!r} did not finish within {timeout:g} s: a rank is waiting for "
+            "a message that never comes"
+        ) from None
+    want = json.loads(json.dumps(obj))
+    got = report.get("not_data") or repr(report["echoed"])
+    assert "not_data" not in report and report["echoed"] == want, (
+        f"the ranks should echo {obj!r} back to rank 0, got {got}"
+    )
+    return True
+
+
+def best_of_on_ranks(time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02,
+                     timeout=MPIEXEC_TIMEOUT_S) -> float:  # fmt: skip
+    """The smallest of `runs` one-way times measured with time_pingpong at nbytes, on two ranks
+    of the check's own.
+
+    A mean over round trips takes in every stall of a shared machine; the best of a few short
+    runs is what the loop itself costs, so two loops compared this way differ only by their
+    code, not by when the machine was busy.
+    """
+    from ..notebook import _student_sweep_on_engine
+
+    try:
+        ((rows, *_),) = on_fresh_ranks(
+            _student_sweep_on_engine,
+            [[[int(nbytes)] * int(runs), float(target_s), 5]],
+            [time_pingpong, None, pingpong],
+            timeout=timeout,
+        )
+    except Unfinished:
+        raise AssertionError(
+            f"timing {runs} short runs of {nbytes_text(nbytes)} did not finish within {timeout:g} s"
+        ) from None
+    return min(row["t_s"] for row in rows)
