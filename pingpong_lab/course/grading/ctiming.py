@@ -22,6 +22,7 @@ import ctypes
 
 import numpy as np
 
+from ...errors import DeadlockError
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
 from .fresh_ranks import Unfinished, on_fresh_ranks, work
 from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S
@@ -97,7 +98,7 @@ def c_timing_on_ranks(lib, nbytes=8, reps=10, warmup=2, instrumented=False,
             timeout=timeout,
         )
     except Unfinished:
-        raise AssertionError(
+        raise DeadlockError(
             f"{FUNCTION} ({reps} round trips of {nbytes} B) did not finish within {timeout:g} s: "
             "a rank is waiting for a message that never comes"
         ) from None
@@ -238,9 +239,12 @@ def _course_c_median_on_engine(nbytes, reps):
 def course_c_median_one_way(nbytes=8, reps=500, timeout=MPIEXEC_TIMEOUT_S) -> float:
     """The course's own C kernel at nbytes on two ranks of the check's own: its median one-way
     time (seconds), the reference a learner's C timing loop is compared with."""
-    ((report, *_),) = on_fresh_ranks(
-        _course_c_median_on_engine, [[int(nbytes), int(reps)]], timeout=timeout
-    )
+    try:
+        ((report, *_),) = on_fresh_ranks(
+            _course_c_median_on_engine, [[int(nbytes), int(reps)]], timeout=timeout
+        )
+    except Unfinished:
+        raise DeadlockError(f"the course's C kernel did not finish within {timeout:g} s") from None
     return report["t_median_s"]
 
 

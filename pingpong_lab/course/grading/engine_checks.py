@@ -18,6 +18,7 @@ import json
 import numpy as np
 
 from ...engines.shipping import ship, unship
+from ...errors import DeadlockError
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
 from .fakempi import Op, describe_op
 from .fresh_ranks import Unfinished, on_fresh_ranks, work
@@ -114,7 +115,7 @@ def _sized_runs(work_function, sizes, functions, what, timeout, nranks=2, before
             work_function, [[*before, n, *after] for n in sizes], functions, nranks, timeout
         )
     except Unfinished as exc:
-        raise AssertionError(
+        raise DeadlockError(
             f"{what} of {nbytes_text(sizes[exc.run])} did not finish within {timeout:g} s: "
             "a rank is waiting for a message that never comes (a send that waits for a receive "
             "the other rank has not posted yet, or a receive that no send matches)"
@@ -336,7 +337,7 @@ def check_pickle_on_ranks(fn, obj, iters=2, timeout=MPIEXEC_TIMEOUT_S):
             _pickle_echo_on_engine, [[obj, int(iters)]], [fn], timeout=timeout
         )
     except Unfinished:
-        raise AssertionError(
+        raise DeadlockError(
             f"the echo of {obj!r} did not finish within {timeout:g} s: a rank is waiting for "
             "a message that never comes"
         ) from None
@@ -367,7 +368,7 @@ def best_of_on_ranks(time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02,
             timeout=timeout,
         )
     except Unfinished:
-        raise AssertionError(
+        raise DeadlockError(
             f"timing {runs} short runs of {nbytes_text(nbytes)} did not finish within {timeout:g} s"
         ) from None
     return min(row["t_s"] for row in rows)

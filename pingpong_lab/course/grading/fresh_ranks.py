@@ -46,8 +46,9 @@ def on_fresh_ranks(work_function, runs, functions=(), nranks=2, timeout=MPIEXEC_
     """Run `work_function(*packed functions, *args)` on every rank of a fresh job, for each
     `args` of `runs` in turn; a list (one per run) of the ranks' results ordered by rank.
 
-    Raises Unfinished when the deadline passes (a deadlock), AssertionError when the learner's
-    code raised on a rank (its type and message) or the job failed otherwise.
+    Raises Unfinished when the deadline passes (the caller says what deadlocked, as a
+    DeadlockError), AssertionError when the learner's code raised on a rank (its type and
+    message) or the job failed otherwise.
     """
     if not getattr(work_function, _MARK, False):
         raise ValueError(f"{work_function!r} is not marked as work for fresh ranks")
