@@ -29,6 +29,7 @@ __all__ = [
     "ci_relative_width",
     "combine",
     "generator",
+    "mann_whitney",
     "max_across_ranks",
     "measured_timer_resolution",
     "median_ci",
@@ -306,6 +307,69 @@ def summary_row(
         bandwidth_Bps=(nbytes / s.median) if s.median > 0 else float("nan"),
         **extra,
     )
+
+
+@dataclass(frozen=True)
+class RankTest:
+    """A Mann-Whitney U test of two sets of values: U of the first set, the two-sided p-value
+    (exact from the distribution of U when the sets are small and have no ties, else the normal
+    approximation with the tie and continuity corrections) and the probability that a value
+    of the first set is above one of the second (ties count half)."""
+
+    u: float
+    p: float
+    prob_first_above: float
+    exact: bool
+
+
+def _u_counts(n1: int, n2: int) -> np.ndarray:
+    """counts[u] = number of orderings of n1 + n2 distinct values whose first set has U = u."""
+    # f(i, j) as a polynomial in u: f(i, j) = f(i - 1, j) shifted by j + f(i, j - 1)
+    table = [[None] * (n2 + 1) for _ in range(n1 + 1)]
+    for i in range(n1 + 1):
+        for j in range(n2 + 1):
+            if i == 0 or j == 0:
+                table[i][j] = np.ones(1)
+                continue
+            a, b = table[i - 1][j], table[i][j - 1]
+            out = np.zeros(i * j + 1)
+            out[j : j + a.size] += a
+            out[: b.size] += b
+            table[i][j] = out
+    return table[n1][n2]
+
+
+def mann_whitney(first, second, exact_max: int = 400) -> RankTest:
+    """Two-sided Mann-Whitney U test: do `first` and `second` come from the same distribution,
+    against one being shifted above the other? Needs no assumption about the distribution, so
+    it suits timings (heavy tails). Give it independent values (one median per fresh run, not
+    the samples of one run, which follow each other)."""
+    x, y = _finite_1d(first, "first"), _finite_1d(second, "second")
+    n1, n2 = x.size, y.size
+    both = np.concatenate([x, y])
+    order = np.argsort(both, kind="mergesort")
+    ranks = np.empty(both.size)
+    ranks[order] = np.arange(1, both.size + 1)
+    values, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
+    sums = np.zeros(values.size)
+    np.add.at(sums, inverse, ranks)
+    ranks = (sums / counts)[inverse]  # ties share their mean rank
+    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
+    prob = u / (n1 * n2)
+    ties = counts.max() > 1
+    if not ties and n1 * n2 <= exact_max:
+        dist = _u_counts(n1, n2)
+        dist = dist / dist.sum()
+        low = min(u, n1 * n2 - u)
+        p = min(1.0, 2 * float(dist[: int(round(low)) + 1].sum()))
+        return RankTest(u, p, prob, True)
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - float((counts**3 - counts).sum()) / (n * (n - 1)))
+    if var <= 0:  # every value the same
+        return RankTest(u, 1.0, prob, False)
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)
+    p = min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+    return RankTest(u, p, prob, False)
 
 
 def max_across_ranks(samples_2d) -> np.ndarray:

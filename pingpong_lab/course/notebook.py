@@ -335,6 +335,28 @@ def student_sweep(
     return _each_size(sizes, "your sweep", timeout, one)
 
 
+def compare_runs(first, second, alpha=0.05) -> tuple[str, str]:
+    """("faster" | "slower" | "same", a line that says why) for two sets of run medians
+    (seconds, one value per fresh run): `first` against `second` by a Mann-Whitney rank test.
+
+    "same" means the runs cannot tell them apart at level `alpha`, not that they are equal:
+    with 3 runs each no difference can reach 5 % (the smallest p is 0.1); 5 each can (0.008).
+    """
+    from ..analysis import stats
+
+    test = stats.mann_whitney(first, second)
+    ratio = float(np.median(first) / np.median(second))
+    if test.p < alpha:
+        seen = "slower" if test.prob_first_above > 0.5 else "faster"
+    else:
+        seen = "same"
+    why = (
+        f"x{ratio:.2f} (median of {len(first)} runs against {len(second)}), rank test p = "
+        f"{test.p:.3f}: " + (f"{seen}" if seen != "same" else "the runs cannot tell them apart")
+    )
+    return seen, why
+
+
 def _reference_time_on_engine(nbytes, reps):
     from mpi4py import MPI
 

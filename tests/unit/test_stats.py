@@ -245,3 +245,47 @@ def test_per_pair_medians_drop_ranks_that_did_not_time():
     assert np.array_equal(stats.per_pair_medians(a), [2.0, 5.0])
     with pytest.raises(ValueError, match="no rank"):
         stats.per_pair_medians(np.full((2, 3), np.nan))
+
+
+# -- Mann-Whitney U: exact for small sets without ties, normal approximation otherwise ---------
+def test_mann_whitney_exact_p_values_are_the_counts_of_orderings():
+    # 3 vs 3 completely separated: 2 of the C(6, 3) = 20 orderings are as extreme
+    assert stats.mann_whitney([1, 2, 3], [4, 5, 6]).p == pytest.approx(2 / 20)
+    # 5 vs 5 completely separated: 2 of 252
+    test = stats.mann_whitney([6, 7, 8, 9, 10], [1, 2, 3, 4, 5])
+    assert test.exact and test.p == pytest.approx(2 / 252) and test.prob_first_above == 1.0
+    # interleaved: U = 10 of 25, P(U <= 10) = 87 / 252
+    assert stats.mann_whitney([1, 2, 3, 4, 5], [1.5, 2.5, 3.5, 4.5, 5.5]).p == pytest.approx(
+        2 * 87 / 252
+    )
+
+
+def test_mann_whitney_with_ties_uses_mean_ranks_and_the_tie_correction():
+    test = stats.mann_whitney([1, 1, 2, 2, 3], [2, 3, 3, 4, 4])
+    assert not test.exact and test.u == 3.0
+    n1 = n2 = 5
+    ties = np.array([2, 3, 3, 2])  # 1, 2, 3, 4
+    var = n1 * n2 / 12 * (11 - float((ties**3 - ties).sum()) / 90)
+    z = (abs(3 - 12.5) - 0.5) / np.sqrt(var)
+    assert test.p == pytest.approx(math.erfc(z / math.sqrt(2)))
+    assert stats.mann_whitney([2, 2, 2], [2, 2, 2]).p == 1.0
+
+
+def test_mann_whitney_tells_a_shift_from_noise_on_independent_run_medians():
+    rng = np.random.default_rng(1)
+    same = [stats.mann_whitney(rng.lognormal(0, 0.3, 8), rng.lognormal(0, 0.3, 8)).p
+            for _ in range(400)]  # fmt: skip
+    assert 0.02 < np.mean(np.array(same) < 0.05) < 0.08  # about 5 % false alarms
+    shifted = stats.mann_whitney(rng.lognormal(0.5, 0.1, 8), rng.lognormal(0, 0.1, 8))
+    assert shifted.p < 0.01 and shifted.prob_first_above > 0.9
+
+
+def test_a_comparison_of_runs_says_same_when_the_runs_cannot_tell():
+    from pingpong_lab.course import notebook
+
+    slow, fast = [2.0, 2.1, 2.2, 2.05, 2.15], [1.0, 1.1, 1.2, 1.05, 1.15]
+    assert notebook.compare_runs(slow, fast)[0] == "slower"
+    assert notebook.compare_runs(fast, slow)[0] == "faster"
+    seen, why = notebook.compare_runs(slow[:3], fast[:3])  # 3 each: p is at least 0.1
+    assert seen == "same" and "p = 0.100" in why and "x1.91" in why
+    assert notebook.compare_runs(slow, [2.12, 2.0, 2.21, 2.07, 2.1])[0] == "same"
