@@ -35,6 +35,7 @@ __all__ = [
     "median_ci",
     "min_samples_for_median_ci",
     "null_max_of_pairs",
+    "null_median_interval",
     "outlier_mask",
     "per_pair_medians",
     "summarize",
@@ -409,6 +410,27 @@ def null_max_of_pairs(one_pair_samples, pairs: int, iterations: int | None = Non
         raise ValueError(f"iterations must be at least 1, got {n}")
     draws = generator(rng).choice(x, size=(n, pairs), replace=True)
     return draws.max(axis=1)
+
+
+def null_median_interval(one_pair_samples, pairs: int, confidence: float = 0.95,
+                         replicates: int = 200, rng=0) -> tuple[float, float, float]:  # fmt: skip
+    """(median, lo, hi) of the null model's per-iteration maxima (null_max_of_pairs), with a
+    percentile-bootstrap interval: each replicate resamples the one-pair run (a run as this one
+    might have gone), draws its null maxima and keeps their median.
+
+    The interval is how far the null model moves *within this run*'s samples; a fresh run of
+    one pair moves by more on a shared machine (notebook 03), which this does not include.
+    """
+    x = _finite_1d(one_pair_samples, "one-pair samples")
+    confidence = check_confidence(confidence)
+    g = generator(rng)
+    medians = np.empty(int(replicates))
+    for k in range(medians.size):
+        run = g.choice(x, size=x.size, replace=True)
+        medians[k] = np.median(g.choice(run, size=(x.size, int(pairs)), replace=True).max(axis=1))
+    point = float(np.median(null_max_of_pairs(x, pairs, rng=g)))
+    lo, hi = np.quantile(medians, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return point, float(lo), float(hi)
 
 
 def per_pair_medians(samples_2d) -> np.ndarray:

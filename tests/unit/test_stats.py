@@ -289,3 +289,14 @@ def test_a_comparison_of_runs_says_same_when_the_runs_cannot_tell():
     seen, why = notebook.compare_runs(slow[:3], fast[:3])  # 3 each: p is at least 0.1
     assert seen == "same" and "p = 0.100" in why and "x1.91" in why
     assert notebook.compare_runs(slow, [2.12, 2.0, 2.21, 2.07, 2.1])[0] == "same"
+
+
+def test_the_null_models_interval_holds_its_median_and_narrows_with_more_samples():
+    rng = np.random.default_rng(3)
+    few, many = rng.lognormal(0, 0.3, 200), rng.lognormal(0, 0.3, 5000)
+    for x in (few, many):
+        point, lo, hi = stats.null_median_interval(x, 4, rng=1)
+        assert lo <= point <= hi
+        assert point == pytest.approx(np.quantile(x, 0.5 ** (1 / 4)), rel=0.05)
+    width = [np.subtract(*stats.null_median_interval(x, 4, rng=1)[:0:-1]) for x in (few, many)]
+    assert width[1] < width[0] / 2
