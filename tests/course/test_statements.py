@@ -72,7 +72,7 @@ CORRECTIONS = [
     # blocking against non-blocking: a rank test on repeated runs, not one run by eye
     ("02_timing", "within 5 % counts as the same", "notebook.compare_runs("),
     # 03 Part A counts each iteration once (the max over the ranks' readings), as Part B says
-    ("03_variability", "    d = describe(raw[nbytes])", "describe(stats.max_across_ranks(raw[nbytes]))"),
+    ("03_variability", "d = describe(raw[nbytes])", "stats.max_across_ranks(raw[nbytes])"),
     # the null model of 05 comes with its interval within the run, and says that is all it is
     ("05_contention", "<no such text>", "stats.null_median_interval("),
 ]
