@@ -147,7 +147,7 @@ def measure(settings: dict | int | None, max_bytes: int, reps: int) -> dict:
     }
 
 
-def measure_arms(arms=None, max_bytes: int = 64 << 10, reps: int = 200, on_arm=None) -> dict:
+def measure_arms(arms=None, max_bytes: int = 256 << 10, reps: int = 200, on_arm=None) -> dict:
     """Every arm of `arms` (default ARMS) measured in turn: {name: measure(...)}, or {name:
     {"error": why}} for an arm this machine's MPI refused. on_arm(name, result) after each."""
     results = {}
@@ -160,3 +160,18 @@ def measure_arms(arms=None, max_bytes: int = 64 << 10, reps: int = 200, on_arm=N
         if on_arm is not None:
             on_arm(name, result)
     return results
+
+
+def describe_arm(name: str, arm: dict) -> str:
+    """One line for an arm measured by measure_arms: deadlock, breakpoint and what MPI_T read."""
+    from ..analysis.formatting import format_bytes
+
+    if "error" in arm:
+        return f"{name:>31}: not measured here ({arm['error'][-100:]})"
+    dead, brk, read = arm["deadlock_bytes"], arm["breakpoint_bytes"], arm["mpi_t"]
+    cell, threshold = (format_bytes(int(read[k])) for k in (CELL, CMA_THRESHOLD))
+    return (
+        f"{name:>31}: deadlock at {format_bytes(dead) if dead > 0 else 'no size':>8}, "
+        f"breakpoint at {format_bytes(brk) if brk > 0 else 'none':>8}   (MPI_T: cell {cell}, "
+        f"threshold {threshold}, CMA {'on' if read[CMA] == '1' else 'off'})"
+    )

@@ -19,8 +19,8 @@ from ..engines.shipping import ship, unship
 from ..errors import DeadlockError
 from ..progress import bar
 from . import grading
+from .grading.engine_checks import _pickle_pingpong_on_engine, _student_sweep_on_engine
 from .grading.fakempi import SEND_KINDS
-from .grading.fresh_ranks import work
 from .grading.mode import ENGINE_TIMEOUT_S
 from .grading.trace import show_bytes
 
@@ -185,17 +185,6 @@ def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c") ->
     print(f"{iters} round trips of {nbytes} B in C: echoes {verdict}")
 
 
-def _pickle_pingpong_on_engine(package, obj, iters):
-    from mpi4py import MPI
-
-    fn = unship(package)
-    comm = MPI.COMM_WORLD
-    back = None
-    for _ in range(iters):
-        back = fn(comm, obj if comm.Get_rank() == 0 else None)
-    return back
-
-
 def run_pickle_pingpong(cluster, fn, obj, iters=2, timeout=ENGINE_TIMEOUT_S):
     """Rank 0's result of fn(comm, obj) on the engines (the echoed object)."""
     return cluster.run(_pickle_pingpong_on_engine, ship(fn), obj, iters, timeout=timeout)[0]
@@ -275,30 +264,6 @@ def reference_time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup, cloc
         pingpong(comm, sendbuf, recvbuf)
     elapsed = comm.allreduce(clock() - start, op=MPI.MAX)
     return elapsed / (2 * reps)
-
-
-@work
-def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
-    from mpi4py import MPI
-
-    from ..mpi import buffers, measure
-
-    time_pingpong = unship(time_pkg)
-    choose_reps = unship(reps_pkg) if reps_pkg is not None else None
-    pingpong = unship(pp_pkg)
-    comm = MPI.COMM_WORLD
-    rows = []
-    for nbytes in sizes:
-        sendbuf, recvbuf = buffers.aligned(nbytes), buffers.aligned(nbytes)
-        t_cal = time_pingpong(comm, pingpong, sendbuf, recvbuf, calibration_reps, 2)
-        if choose_reps is not None:
-            reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)
-        else:
-            reps = max(10, int(target_s / max(2 * t_cal, 1e-9)))
-        warmup = measure.warmup_for(reps)
-        t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
-        rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
-    return rows
 
 
 def student_sweep(

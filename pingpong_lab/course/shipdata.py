@@ -2,6 +2,8 @@
 
     python -m pingpong_lab.course.shipdata RESULTS.csv NAME "ABOUT"
     python -m pingpong_lab.course.shipdata --fit       # 04_fit again from the shipped 02_sweep
+    python -m pingpong_lab.course.shipdata --run DIR "ABOUT"   # 02_sweep, 02_samples, 04_fit
+                                                              # from one run of notebook 02
 
 Keeps, per message size, the median and the fastest one-way time and the 95% CI of the median
 (arrays nbytes, t_median_s, t_min_s, ci_lo_s, ci_hi_s) and, as plain values, ABOUT (how it was
@@ -66,13 +68,60 @@ def fit_of(sweep: dict) -> dict:
 def ship_fit(sweep_name: str = "02_sweep", name: str = "04_fit", directory=None) -> Path:
     """Ship as `name` the fit of the shipped sweep `sweep_name` (fit_of): the two datasets are
     then what one learner's notebooks 02 and 04 would have saved."""
-    fit = fit_of(handoff.shipped(sweep_name))
+    folder = handoff.SHIPPED_DIR if directory is None else Path(directory)
+    fit = fit_of(handoff.read(folder, sweep_name))
     about = (
         f"the weighted alpha-beta fit and first BIC breakpoint (-1: one line is enough) of the "
         f"shipped {sweep_name}, as notebook 04 saves them for a learner who measured that sweep"
     )
-    folder = handoff.SHIPPED_DIR if directory is None else directory
     return handoff.save(name, directory=folder, about=about, **fit)
+
+
+def disagreement(sweep: dict, samples: dict) -> float:
+    """The largest relative difference, over the sizes both have, between a sweep's medians and
+    the medians of its samples (per iteration, the larger of the ranks' readings): 0 for a sweep
+    and samples of the same round trips (up to the samples kept), far more for two runs."""
+    import numpy as np
+
+    from ..analysis import stats
+    from .notebook import samples_by_size
+
+    by_size = samples_by_size(samples)
+    worst = 0.0
+    for nbytes, median in zip(sweep["nbytes"], sweep["t_median_s"], strict=True):
+        if int(nbytes) in by_size:
+            mine = float(np.nanmedian(stats.max_across_ranks(by_size[int(nbytes)])))
+            worst = max(worst, abs(mine - float(median)) / float(median))
+    return worst
+
+
+RUN_NAMES = ("02_sweep", "02_samples")
+
+
+def ship_run(
+    folder, about: str, directory=None, tolerance: float = 0.1, kernel: str = "solution C"
+) -> list[Path]:
+    """Ship 02_sweep and 02_samples as one run of notebook 02 saved them in `folder` (its
+    results: run the notebook with PINGPONG_LAB_RESULTS=folder), then 04_fit from that sweep;
+    `kernel` names whose C timed them (the course's solution, for the shipped datasets).
+    ValueError when the two do not describe the same round trips (disagreement > tolerance)."""
+    if not about.strip():
+        raise ValueError("say in ABOUT how the data was measured")
+    found = {name: handoff.read(folder, name) for name in RUN_NAMES}
+    gap = disagreement(found["02_sweep"], found["02_samples"])
+    if gap > tolerance:
+        raise ValueError(
+            f"{folder}: the sweep's medians and its samples' differ by up to {gap:.0%}: not "
+            "one run of notebook 02"
+        )
+    out = handoff.SHIPPED_DIR if directory is None else Path(directory)
+    paths = []
+    for name, values in found.items():
+        kept = {k: v for k, v in values.items() if not k.startswith("_") and k != "about"}
+        kept["kernel"] = kernel  # the notebook calls every sweep its learner's
+        paths.append(handoff.save(name, directory=out, about=about.strip(), **kept))
+    paths.append(ship_fit(directory=out))
+    return paths
 
 
 def to_csv(name: str, out, sizes=None) -> Path:
@@ -101,6 +150,14 @@ def main(argv=None) -> int:
     if argv == ["--fit"]:
         path = ship_fit()
         print(f"wrote {path} and {path.with_suffix('.json').name}")
+        return 0
+    if len(argv) == 3 and argv[0] == "--run":
+        try:
+            paths = ship_run(argv[1], argv[2])
+        except (ValueError, FileNotFoundError) as exc:
+            print(f"shipdata: error: {exc}", file=sys.stderr)
+            return 1
+        print("wrote", ", ".join(str(p) for p in paths))
         return 0
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)

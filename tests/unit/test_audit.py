@@ -77,8 +77,8 @@ CHEATS = {
     "globals": "globals()['grading'] = None",
     "rebind": "grading = None",
     "rebind by import": "import fake_grading as grading",
-    "rebind by def": "def cluster():\n    pass",
-    "rebind by loop": "for notebook in range(2):\n    pass",
+    "rebind by def": "def grading():\n    pass",
+    "rebind by loop": "for grading in range(2):\n    pass",
     "delete": "del grading",
     "global in a function": "def f():\n    global grading\n    grading = 1\nf()",
     "code object swap": "f = print\nf.__code__ = (lambda: 0).__code__",
@@ -524,7 +524,8 @@ def test_protected_names_are_what_tests_read_and_the_course_binds():
         [c.source for c in nb.cells if c.cell_type == "code" and cells.is_locked(c)],
         [c.source for c in nb.cells if c.cell_type == "code" and cells.is_test(c)],
     )
-    assert {"grading", "cluster", "notebook", "print"} <= set(names)
+    assert {"grading", "print", "range"} <= set(names)
+    assert "cluster" not in names  # no test reads the learner's engines any more (fresh ranks)
     assert "pingpong" not in names  # the learner's answer
     assert names["grading"] == "pingpong_lab.course.grading"
 

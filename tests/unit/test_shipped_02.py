@@ -61,3 +61,42 @@ def test_the_mark_scheme_of_05_quotes_the_half_performance_length_of_the_shipped
     text = "".join("".join(c["source"]) for c in cells)
     quoted = re.search(r"against ([\d.]+) KiB here", text)
     assert quoted and float(quoted.group(1)) == pytest.approx(n_half_kib, abs=0.05)
+
+
+def test_the_shipped_sweep_and_samples_are_the_same_round_trips():
+    """02_sweep's medians are those of 02_samples (one run of notebook 02), so 03's analysis and
+    04's fit read one machine at one time."""
+    from pingpong_lab.course import shipdata
+
+    gap = shipdata.disagreement(handoff.shipped("02_sweep"), handoff.shipped("02_samples"))
+    assert gap < 0.1
+    sweep, samples = handoff.shipped("02_sweep"), handoff.shipped("02_samples")
+    assert sweep["about"] == samples["about"]
+
+
+def _run(folder, samples_scale=1.0, seed=0):
+    """A run's 02_sweep and 02_samples as notebook 02 saves them (synthetic round trips); with
+    samples_scale the samples come from another, slower run."""
+    rng = np.random.default_rng(seed)
+    nbytes = np.array([1 << k for k in range(0, 24, 3)])
+    samples = [rng.lognormal(np.log(1e-6 + n * 1e-10), 0.1, size=(2, 300)) for n in nbytes]
+
+    def rows(scale):
+        return [{"nbytes": int(n), "reps": 300, "one_way": float(np.median(s.max(axis=0))),
+                 "samples": s * scale} for n, s in zip(nbytes, samples)]  # fmt: skip
+
+    handoff.save("02_sweep", directory=folder, **notebook.sweep_result(rows(1.0)))
+    handoff.save("02_samples", directory=folder, **notebook.samples_result(rows(samples_scale)))
+
+
+def test_one_runs_results_are_shipped_together_and_two_runs_are_refused(tmp_path):
+    from pingpong_lab.course import shipdata
+
+    _run(tmp_path / "one")
+    out = tmp_path / "shipped"
+    paths = shipdata.ship_run(tmp_path / "one", "a test run", directory=out)
+    assert {p.stem for p in paths} == {"02_sweep", "02_samples", "04_fit"}
+    assert handoff.read(out, "02_samples")["about"] == "a test run"
+    _run(tmp_path / "two", samples_scale=3.0)  # samples three times the sweep's medians
+    with pytest.raises(ValueError, match="not one run of notebook 02"):
+        shipdata.ship_run(tmp_path / "two", "mixed", directory=out)

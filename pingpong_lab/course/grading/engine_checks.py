@@ -316,12 +316,48 @@ def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
 
 
 # -- mpi4py's pickling calls, and a learner's timing loop, on fresh ranks ------------------------
+def _pickle_pingpong_on_engine(package, obj, iters):
+    """Engine side: rank 0's object after a learner's fn(comm, obj), `iters` times."""
+    from mpi4py import MPI
+
+    fn = unship(package)
+    comm = MPI.COMM_WORLD
+    back = None
+    for _ in range(iters):
+        back = fn(comm, obj if comm.Get_rank() == 0 else None)
+    return back
+
+
+@work
+def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
+    """Engine side: a learner's time_pingpong (and choose_reps, when given) at each size;
+    this rank's rows {nbytes, reps, t_s}."""
+    from mpi4py import MPI
+
+    from ...mpi import buffers, measure
+
+    time_pingpong = unship(time_pkg)
+    choose_reps = unship(reps_pkg) if reps_pkg is not None else None
+    pingpong = unship(pp_pkg)
+    comm = MPI.COMM_WORLD
+    rows = []
+    for nbytes in sizes:
+        sendbuf, recvbuf = buffers.aligned(nbytes), buffers.aligned(nbytes)
+        t_cal = time_pingpong(comm, pingpong, sendbuf, recvbuf, calibration_reps, 2)
+        if choose_reps is not None:
+            reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)
+        else:
+            reps = max(10, int(target_s / max(2 * t_cal, 1e-9)))
+        warmup = measure.warmup_for(reps)
+        t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
+        rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
+    return rows
+
+
 @work
 def _pickle_echo_on_engine(package, obj, iters):
     """Engine side: rank 0's object after fn(comm, obj) `iters` times, as JSON data (a value
     that is not JSON is described, never compared here)."""
-    from ..notebook import _pickle_pingpong_on_engine
-
     back = _pickle_pingpong_on_engine(package, obj, iters)
     try:
         return {"echoed": json.loads(json.dumps(back))}
@@ -358,8 +394,6 @@ def best_of_on_ranks(time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02,
     runs is what the loop itself costs, so two loops compared this way differ only by their
     code, not by when the machine was busy.
     """
-    from ..notebook import _student_sweep_on_engine
-
     try:
         ((rows, *_),) = on_fresh_ranks(
             _student_sweep_on_engine,
