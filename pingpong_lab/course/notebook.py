@@ -18,8 +18,7 @@ from ..data import schema
 from ..engines.shipping import ship, unship
 from ..errors import DeadlockError
 from ..progress import bar
-from . import grading
-from .grading.engine_checks import _pickle_pingpong_on_engine, _student_sweep_on_engine
+from . import grading, on_ranks
 from .grading.fakempi import SEND_KINDS
 from .grading.mode import ENGINE_TIMEOUT_S
 from .grading.trace import show_bytes
@@ -187,7 +186,7 @@ def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c") ->
 
 def run_pickle_pingpong(cluster, fn, obj, iters=2, timeout=ENGINE_TIMEOUT_S):
     """Rank 0's result of fn(comm, obj) on the engines (the echoed object)."""
-    return cluster.run(_pickle_pingpong_on_engine, ship(fn), obj, iters, timeout=timeout)[0]
+    return cluster.run(on_ranks.pickle_pingpong, ship(fn), obj, iters, timeout=timeout)[0]
 
 
 def _each_size(sizes, desc, timeout, measure_one) -> list:
@@ -289,7 +288,7 @@ def student_sweep(
 
     def one(n, left):
         return cluster.run(
-            _student_sweep_on_engine,
+            on_ranks.student_sweep,
             *functions,
             [int(n)],
             float(target_s),

@@ -54,6 +54,12 @@ class Outcome:
     scores: dict = field(default_factory=dict)  # assignment -> (score, max_score)
 
 
+# A submission's processes (two kernels a notebook, engines, a check's ranks) each import
+# numpy; OpenBLAS would start a thread per core in each of them, which a grading machine
+# running two submissions at once pays for in CPU time and gains nothing from (small arrays).
+ONE_THREAD_EACH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
 def default_jobs() -> int:
     """Parallel submissions by default: the cores this process may use."""
     from ..mpi.environment import cpu_count
@@ -127,6 +133,7 @@ def grade_one(
             env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
             env.update(PINGPONG_LAB_GRADING="1", HOME=str(work / "home"))
             env.update(TMPDIR=str(work / "tmp"), PINGPONG_LAB_BUILD=str(work / "c-build"))
+            env.update(ONE_THREAD_EACH)  # every kernel, engine and rank: one thread of math
             wrap = sandbox.grading_args(course, work) if isolate else []
             left = max(1.0, deadline - time.perf_counter())
             _grade_in_group(staged, student, left, env, wrap)

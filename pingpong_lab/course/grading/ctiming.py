@@ -18,59 +18,19 @@ it on the learner's engines (c_timing_on_engines, c_sweep).
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from ...errors import DeadlockError
+from .. import on_ranks
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
-from .fresh_ranks import Unfinished, on_fresh_ranks, work
+from .fresh_ranks import Unfinished, on_fresh_ranks
 from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S
 
-FUNCTION = "time_pingpong_c"
+FUNCTION = on_ranks.TIMING_FUNCTION
 TICK_S = 1e-6  # PP_GRADED_TICK_S in pp_graded.h
 # pp_graded_calls() kinds beyond the point-to-point ones, as in pp_graded.h
 TIMING_KINDS = {**GRADED_KINDS, 6: "Barrier", 7: "Wtime", 8: "Allreduce"}
 P2P = ("Send", "Ssend", "Recv", "Isend", "Irecv")
-MAX_CALLS = 512  # PP_GRADED_MAX
-
-
-@work
-def _c_timing_on_engine(lib, nbytes, reps, warmup, instrumented, keep_samples=True):
-    """Engine side: one call of the learner's time_pingpong_c; this rank's results."""
-    from mpi4py import MPI
-
-    from pingpong_lab.mpi import buffers, ckernels
-
-    comm = MPI.COMM_WORLD
-    sendbuf, recvbuf = buffers.aligned(max(nbytes, 1)), buffers.aligned(max(nbytes, 1))
-    samples = np.full(max(reps, 1), np.nan)
-    one_way = ctypes.c_double(np.nan)
-    handle = ckernels.load(lib)
-    if instrumented:
-        handle.pp_graded_reset()
-    comm.Barrier()
-    rc = ckernels.call_c(
-        lib,
-        FUNCTION,
-        comm,
-        sendbuf.ctypes.data_as(ctypes.c_void_p),
-        recvbuf.ctypes.data_as(ctypes.c_void_p),
-        ctypes.c_int(nbytes),
-        ctypes.c_int(reps),
-        ctypes.c_int(warmup),
-        samples.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-        ctypes.byref(one_way),
-    )
-    result = {"rank": comm.Get_rank(), "rc": int(rc), "one_way": float(one_way.value)}
-    if keep_samples:
-        result["samples"] = samples[:reps].tolist()
-    if instrumented:
-        out = (ctypes.c_int * (4 * MAX_CALLS))()
-        n = handle.pp_graded_calls(out, MAX_CALLS)
-        result["ncalls"] = int(n)
-        result["calls"] = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, MAX_CALLS))]
-    return result
 
 
 def c_timing_on_engines(
@@ -78,7 +38,7 @@ def c_timing_on_engines(
 ):
     """time_pingpong_c on every engine; per-rank dicts (rank, rc, one_way, samples[, calls])."""
     return cluster.run(
-        _c_timing_on_engine,
+        on_ranks.c_timing,
         str(lib),
         int(nbytes),
         int(reps),
@@ -93,7 +53,7 @@ def c_timing_on_ranks(lib, nbytes=8, reps=10, warmup=2, instrumented=False,
     """time_pingpong_c on two ranks of the check's own; per-rank dicts as c_timing_on_engines."""
     try:
         (results,) = on_fresh_ranks(
-            _c_timing_on_engine,
+            on_ranks.c_timing,
             [[str(lib), int(nbytes), int(reps), int(warmup), bool(instrumented)]],
             timeout=timeout,
         )
@@ -224,24 +184,12 @@ def c_median_one_way(lib, nbytes=8, reps=500, warmup=50, timeout=MPIEXEC_TIMEOUT
     return float(np.nanmedian(per_trip))
 
 
-@work
-def _course_c_median_on_engine(nbytes, reps):
-    """Engine side: the course's blocking C kernel at nbytes, `reps` round trips; rank 0's
-    median one-way time (seconds) as measure.sweep_rows reports it."""
-    from pingpong_lab.mpi import measure
-    from pingpong_lab.mpi.settings import SweepSettings
-
-    settings = SweepSettings(kind="c", mode="blocking", sizes=[int(nbytes)], reps=int(reps))
-    out = measure.sweep_rows(settings)
-    return {"t_median_s": None if out is None else float(out[0][0].t_median_s)}
-
-
 def course_c_median_one_way(nbytes=8, reps=500, timeout=MPIEXEC_TIMEOUT_S) -> float:
     """The course's own C kernel at nbytes on two ranks of the check's own: its median one-way
     time (seconds), the reference a learner's C timing loop is compared with."""
     try:
         ((report, *_),) = on_fresh_ranks(
-            _course_c_median_on_engine, [[int(nbytes), int(reps)]], timeout=timeout
+            on_ranks.course_c_median, [[int(nbytes), int(reps)]], timeout=timeout
         )
     except Unfinished:
         raise DeadlockError(f"the course's C kernel did not finish within {timeout:g} s") from None
@@ -259,13 +207,13 @@ def _c_sweep_on_engine(lib, reps_pkg, sizes, target_s, calibration_reps, min_rep
     comm = MPI.COMM_WORLD
     rows = []
     for nbytes in sizes:
-        cal = _c_timing_on_engine(lib, nbytes, calibration_reps, 2, False, keep_samples=False)
+        cal = on_ranks.c_timing(lib, nbytes, calibration_reps, 2, False, keep_samples=False)
         if cal["rc"] != 0:
             return {"rank": comm.Get_rank(), "rc": cal["rc"], "rows": rows}
         cal_s = 2 * cal["one_way"] * calibration_reps  # the round trips' elapsed time
         reps = int(choose_reps(comm, cal_s, calibration_reps, target_s, min_reps=min_reps))
         warmup = warmup_for(reps)
-        res = _c_timing_on_engine(lib, nbytes, reps, warmup, False)
+        res = on_ranks.c_timing(lib, nbytes, reps, warmup, False)
         if res["rc"] != 0:
             return {"rank": comm.Get_rank(), "rc": res["rc"], "rows": rows}
         everyone = comm.gather(np.asarray(res["samples"], dtype=float), root=0)

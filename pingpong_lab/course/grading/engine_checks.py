@@ -12,97 +12,23 @@ The learner's own cells run the same engine-side functions on the learner's engi
 
 from __future__ import annotations
 
-import ctypes
 import json
 
-import numpy as np
-
-from ...engines.shipping import ship, unship
+from ...engines.shipping import ship
 from ...errors import DeadlockError
+from .. import on_ranks
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
 from .fakempi import Op, describe_op
-from .fresh_ranks import Unfinished, on_fresh_ranks, work
+from .fresh_ranks import Unfinished, on_fresh_ranks
 from .matching import c_constants
 from .mode import ENGINE_TIMEOUT_S, MPIEXEC_TIMEOUT_S, nbytes_text
 from .trace import check_exchange
 
 
-def _on_engine(package, nbytes):
-    """Engine side: the learner's function, COMM_WORLD, this rank, the payload's base pattern
-    and zeroed send and receive buffers of nbytes."""
-    from mpi4py import MPI
-
-    from pingpong_lab.mpi import payload
-
-    comm = MPI.COMM_WORLD
-    zeros = np.zeros(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
-    return unship(package), comm, comm.Get_rank(), payload.base(nbytes), *zeros
-
-
-@work
-def _pingpong_on_engine(package, nbytes, iters):
-    """Engine side: run a learner's fn(comm, sendbuf, recvbuf) `iters` times, check the echo."""
-    from pingpong_lab.mpi import payload
-
-    fn, comm, rank, base, sendbuf, recvbuf = _on_engine(package, nbytes)
-    corrupt, detail = 0, None
-    comm.Barrier()
-    for i in range(iters):
-        if rank == 0:
-            payload.fill(sendbuf, base, i)
-            recvbuf[:] = 0
-        fn(comm, sendbuf, recvbuf)
-        if rank == 0 and not payload.matches(recvbuf, base, i):
-            corrupt += 1
-            if detail is None:  # only on failure: a message-sized temporary is fine here
-                expected = np.empty_like(base)
-                payload.fill(expected, base, i)
-                bad = np.flatnonzero(recvbuf != expected)
-                j = int(bad[0])
-                detail = (
-                    f"in round trip {i + 1}, {bad.size} of {nbytes} bytes differ, the first at "
-                    f"byte {j}: expected {int(expected[j]):#04x}, received {int(recvbuf[j]):#04x}"
-                    + (
-                        " (recvbuf is still all zeros: no echo arrived in it)"
-                        if not recvbuf.any()
-                        else ""
-                    )
-                )
-    comm.Barrier()
-    return {"rank": rank, "corrupt": corrupt, "detail": detail}
-
-
 def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIMEOUT_S):
     """Rank 0's report of a learner's Python ping-pong on the engines: corrupt, detail."""
-    results = cluster.run(_pingpong_on_engine, ship(fn), int(nbytes), int(iters), timeout=timeout)
+    results = cluster.run(on_ranks.pingpong, ship(fn), int(nbytes), int(iters), timeout=timeout)
     return results[0]
-
-
-@work
-def _safe_exchange_on_engine(package, nbytes):
-    """Engine side: ranks 0 and 1 swap patterned buffers with a learner's fn(comm, sendbuf,
-    recvbuf); every rank calls it. Returns what arrived, as {rank, ok, detail}."""
-    from pingpong_lab.mpi import payload
-
-    fn, comm, rank, base, sendbuf, recvbuf = _on_engine(package, nbytes)
-    if rank < 2:
-        payload.fill(sendbuf, base, 1 + rank)  # each rank's own pattern
-    comm.Barrier()
-    fn(comm, sendbuf, recvbuf)
-    ok, detail = True, None
-    if rank < 2 and nbytes:
-        expected = np.empty_like(base)
-        payload.fill(expected, base, 2 - rank)  # the partner's pattern
-        bad = np.flatnonzero(recvbuf != expected)
-        if bad.size:
-            ok = False
-            detail = (
-                f"rank {rank}'s recvbuf holds {bad.size} of {nbytes} bytes that rank {1 - rank} "
-                "did not send"
-                + (" (still all zeros: nothing arrived in it)" if not recvbuf.any() else "")
-            )
-    comm.Barrier()
-    return {"rank": rank, "ok": ok, "detail": detail}
 
 
 def _sized_runs(work_function, sizes, functions, what, timeout, nranks=2, before=(), after=()):
@@ -134,7 +60,7 @@ def check_safe_exchange(fn, sizes=(8, 8192, 1 << 20), timeout=MPIEXEC_TIMEOUT_S)
     the check's own, with a deadline: an exchange that relies on MPI's buffering deadlocks
     above the eager limit (post the receive first, or use Sendrecv)."""
     for nbytes, results in _sized_runs(
-        _safe_exchange_on_engine, sizes, [fn], "the exchange", timeout
+        on_ranks.safe_exchange, sizes, [fn], "the exchange", timeout
     ):
         assert_exchanged(results, nbytes)
     return True
@@ -142,7 +68,7 @@ def check_safe_exchange(fn, sizes=(8, 8192, 1 << 20), timeout=MPIEXEC_TIMEOUT_S)
 
 def safe_exchange_on_engines(cluster, fn, nbytes, timeout=ENGINE_TIMEOUT_S):
     """One exchange of nbytes on the learner's engines (a DeadlockError past the deadline)."""
-    results = cluster.run(_safe_exchange_on_engine, ship(fn), int(nbytes), timeout=timeout)
+    results = cluster.run(on_ranks.safe_exchange, ship(fn), int(nbytes), timeout=timeout)
     assert_exchanged(results, nbytes)
 
 
@@ -160,58 +86,13 @@ def check_pingpong_on_ranks(fn, sizes=(0, 1, 4097, 1 << 20), iters=3, timeout=MP
     """AssertionError unless every echo comes back intact at every size, on two ranks of the
     check's own (with a deadline)."""
     for nbytes, results in _sized_runs(
-        _pingpong_on_engine, sizes, [fn], "the ping-pong", timeout, after=[int(iters)]
+        on_ranks.pingpong, sizes, [fn], "the ping-pong", timeout, after=[int(iters)]
     ):
         corrupt = results[0]["corrupt"]
         _assert_echoes_intact(
             corrupt, f"{corrupt} of {iters}", nbytes, after=f"; {results[0].get('detail')}"
         )
     return True
-
-
-@work
-def _c_pingpong_on_engine(lib, function, nbytes, iters, instrumented):
-    """Engine side: call `int function(comm, sendbuf, recvbuf, nbytes)` iters times."""
-    from mpi4py import MPI
-
-    from pingpong_lab.mpi import ckernels, payload
-
-    comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
-    base = payload.base(nbytes)
-    sendbuf = np.zeros(max(nbytes, 1), np.uint8)
-    recvbuf = np.zeros(max(nbytes, 1), np.uint8)
-    handle = ckernels.load(lib)
-    if instrumented:
-        handle.pp_graded_reset()
-    corrupt, codes = 0, []
-    comm.Barrier()
-    for i in range(iters):
-        if rank == 0:
-            payload.fill(sendbuf[:nbytes], base, i)
-            recvbuf[:] = 0
-        rc = ckernels.call_c(
-            lib,
-            function,
-            comm,
-            sendbuf.ctypes.data_as(ctypes.c_void_p),
-            recvbuf.ctypes.data_as(ctypes.c_void_p),
-            ctypes.c_int(nbytes),
-        )
-        codes.append(int(rc))
-        if rc != 0:
-            break
-        if rank == 0 and not payload.matches(recvbuf[:nbytes], base, i):
-            corrupt += 1
-    result = {"rank": rank, "corrupt": corrupt, "codes": codes}
-    if instrumented:
-        out = (ctypes.c_int * (4 * 64))()
-        n = handle.pp_graded_calls(out, 64)
-        result["calls"] = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, 64))]
-        constants = (ctypes.c_int * 3)()
-        handle.pp_graded_constants(constants)
-        result["constants"] = list(constants)
-    return result
 
 
 def c_pingpong_on_engines(
@@ -225,7 +106,7 @@ def c_pingpong_on_engines(
 ):
     """Run the learner's C ping-pong on every engine; per-rank results ordered by rank."""
     return cluster.run(
-        _c_pingpong_on_engine,
+        on_ranks.c_pingpong,
         str(lib),
         function,
         int(nbytes),
@@ -292,7 +173,7 @@ def c_pingpong_on_ranks(
 ):
     """The C ping-pong at each size on one fresh job: [(nbytes, per-rank results)]."""
     return _sized_runs(
-        _c_pingpong_on_engine, sizes, [], f"{function}'s ping-pong", timeout, nranks,
+        on_ranks.c_pingpong, sizes, [], f"{function}'s ping-pong", timeout, nranks,
         before=[str(lib), function], after=[int(iters), bool(instrumented)],
     )  # fmt: skip
 
@@ -316,61 +197,12 @@ def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
 
 
 # -- mpi4py's pickling calls, and a learner's timing loop, on fresh ranks ------------------------
-def _pickle_pingpong_on_engine(package, obj, iters):
-    """Engine side: rank 0's object after a learner's fn(comm, obj), `iters` times."""
-    from mpi4py import MPI
-
-    fn = unship(package)
-    comm = MPI.COMM_WORLD
-    back = None
-    for _ in range(iters):
-        back = fn(comm, obj if comm.Get_rank() == 0 else None)
-    return back
-
-
-@work
-def _student_sweep_on_engine(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
-    """Engine side: a learner's time_pingpong (and choose_reps, when given) at each size;
-    this rank's rows {nbytes, reps, t_s}."""
-    from mpi4py import MPI
-
-    from ...mpi import buffers, measure
-
-    time_pingpong = unship(time_pkg)
-    choose_reps = unship(reps_pkg) if reps_pkg is not None else None
-    pingpong = unship(pp_pkg)
-    comm = MPI.COMM_WORLD
-    rows = []
-    for nbytes in sizes:
-        sendbuf, recvbuf = buffers.aligned(nbytes), buffers.aligned(nbytes)
-        t_cal = time_pingpong(comm, pingpong, sendbuf, recvbuf, calibration_reps, 2)
-        if choose_reps is not None:
-            reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)
-        else:
-            reps = max(10, int(target_s / max(2 * t_cal, 1e-9)))
-        warmup = measure.warmup_for(reps)
-        t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
-        rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
-    return rows
-
-
-@work
-def _pickle_echo_on_engine(package, obj, iters):
-    """Engine side: rank 0's object after fn(comm, obj) `iters` times, as JSON data (a value
-    that is not JSON is described, never compared here)."""
-    back = _pickle_pingpong_on_engine(package, obj, iters)
-    try:
-        return {"echoed": json.loads(json.dumps(back))}
-    except (TypeError, ValueError):
-        return {"echoed": None, "not_data": f"a {type(back).__name__}"}
-
-
 def check_pickle_on_ranks(fn, obj, iters=2, timeout=MPIEXEC_TIMEOUT_S):
     """AssertionError unless fn(comm, obj) echoes `obj` (JSON data) back to rank 0 on two ranks
     of the check's own."""
     try:
         ((report, *_),) = on_fresh_ranks(
-            _pickle_echo_on_engine, [[obj, int(iters)]], [fn], timeout=timeout
+            on_ranks.pickle_echo, [[obj, int(iters)]], [fn], timeout=timeout
         )
     except Unfinished:
         raise DeadlockError(
@@ -396,7 +228,7 @@ def best_of_on_ranks(time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02,
     """
     try:
         ((rows, *_),) = on_fresh_ranks(
-            _student_sweep_on_engine,
+            on_ranks.student_sweep,
             [[[int(nbytes)] * int(runs), float(target_s), 5]],
             [time_pingpong, None, pingpong],
             timeout=timeout,

@@ -14,24 +14,16 @@ Nothing outlives the job: each check's ranks load the learner's code afresh and 
 
 from __future__ import annotations
 
-import importlib
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ...mpi import jobs
 from ...mpi.processes import run_group
+from ..on_ranks import _MARK, fresh_ranks_job
 from .mode import MPIEXEC_TIMEOUT_S
-
-_MARK = "_pingpong_lab_fresh_work"
-
-
-def work(function):
-    """Mark an engine-side function `function(*packages, *args) -> dict` (JSON) that a fresh
-    job may run on each of its ranks."""
-    setattr(function, _MARK, True)
-    return function
 
 
 class Unfinished(Exception):
@@ -69,7 +61,7 @@ def on_fresh_ranks(work_function, runs, functions=(), nranks=2, timeout=MPIEXEC_
             "out_dir": str(out),
         }
         try:
-            proc = run_group(jobs.command(fresh_ranks_job, spec, nranks), timeout)
+            proc = run_group(jobs.command(fresh_ranks_job, spec, nranks), timeout, env=_job_env())
         except subprocess.TimeoutExpired:
             done = _results(out, len(runs), nranks)
             raise Unfinished(len(done), timeout) from None
@@ -81,6 +73,12 @@ def on_fresh_ranks(work_function, runs, functions=(), nranks=2, timeout=MPIEXEC_
         tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
         raise AssertionError(f"the {nranks}-rank run failed (exit {proc.returncode}):\n{tail}")
     return results
+
+
+def _job_env() -> dict:
+    """This process's environment with one OpenBLAS thread per rank: the ranks import numpy,
+    and a thread per core in each would cost CPU time for nothing."""
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def _raised(error: dict) -> str:
@@ -102,26 +100,3 @@ def _results(out: Path, nruns: int, nranks: int) -> list:
             break
         results.append([json.loads(f.read_text()) for f in files])
     return results
-
-
-@jobs.job
-def fresh_ranks_job(spec: dict, comm) -> int:
-    """The "fresh ranks" job (every rank): each run of a marked work, one JSON file per rank;
-    an error is written as data and ends the whole job (the other ranks may be waiting)."""
-    from ...engines.shipping import unpacked
-
-    module, _, name = spec["work"].partition(":")
-    function = getattr(importlib.import_module(module), name, None)
-    if not getattr(function, _MARK, False):
-        raise ValueError(f"{spec['work']!r} is not work for fresh ranks")
-    out, rank = Path(spec["out_dir"]), comm.Get_rank()
-    try:
-        packages = [unpacked(Path(p).read_bytes()) for p in spec["packages"]]
-        for i, args in enumerate(spec["runs"]):
-            result = function(*packages, *args)
-            (out / f"run{i:04d}.rank{rank:05d}.json").write_text(json.dumps(result))
-    except Exception as exc:  # the learner's code: say what it raised, then end every rank
-        error = {"rank": rank, "type": type(exc).__name__, "message": str(exc)}
-        (out / f"error.rank{rank:05d}.json").write_text(json.dumps(error))
-        comm.Abort(1)
-    return 0

@@ -1,0 +1,271 @@
+"""What runs on MPI ranks for the course's checks (and the learner's engines): the engine side.
+
+Each function here runs on every rank, either in a check's own fresh `mpiexec` job
+(`fresh_ranks_job`, started by grading.fresh_ranks.on_fresh_ranks) or on the learner's engines
+(`cluster.run`), and returns what its rank saw as plain data. The module imports only what the
+ranks need (numpy, mpi4py, the course's C loader), so a check's fresh ranks start quickly; the
+verdicts are computed elsewhere (grading.engine_checks, grading.ctiming) from what they return.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..engines.shipping import unship
+from ..mpi import jobs
+
+TIMING_FUNCTION = "time_pingpong_c"  # notebook 02's C timing loop
+MAX_CALLS = 512  # PP_GRADED_MAX: the calls kernels_c/grading/pp_graded.h records
+
+_MARK = "_pingpong_lab_fresh_work"
+
+
+def work(function):
+    """Mark an engine-side function `function(*packages, *args) -> dict` (JSON) that a fresh
+    job may run on each of its ranks."""
+    setattr(function, _MARK, True)
+    return function
+
+
+def _on_engine(package, nbytes):
+    """Engine side: the learner's function, COMM_WORLD, this rank, the payload's base pattern
+    and zeroed send and receive buffers of nbytes."""
+    from mpi4py import MPI
+
+    from ..mpi import payload
+
+    comm = MPI.COMM_WORLD
+    zeros = np.zeros(nbytes, np.uint8), np.zeros(nbytes, np.uint8)
+    return unship(package), comm, comm.Get_rank(), payload.base(nbytes), *zeros
+
+
+@work
+def pingpong(package, nbytes, iters):
+    """Engine side: run a learner's fn(comm, sendbuf, recvbuf) `iters` times, check the echo."""
+    from ..mpi import payload
+
+    fn, comm, rank, base, sendbuf, recvbuf = _on_engine(package, nbytes)
+    corrupt, detail = 0, None
+    comm.Barrier()
+    for i in range(iters):
+        if rank == 0:
+            payload.fill(sendbuf, base, i)
+            recvbuf[:] = 0
+        fn(comm, sendbuf, recvbuf)
+        if rank == 0 and not payload.matches(recvbuf, base, i):
+            corrupt += 1
+            if detail is None:  # only on failure: a message-sized temporary is fine here
+                expected = np.empty_like(base)
+                payload.fill(expected, base, i)
+                bad = np.flatnonzero(recvbuf != expected)
+                j = int(bad[0])
+                detail = (
+                    f"in round trip {i + 1}, {bad.size} of {nbytes} bytes differ, the first at "
+                    f"byte {j}: expected {int(expected[j]):#04x}, received {int(recvbuf[j]):#04x}"
+                    + (
+                        " (recvbuf is still all zeros: no echo arrived in it)"
+                        if not recvbuf.any()
+                        else ""
+                    )
+                )
+    comm.Barrier()
+    return {"rank": rank, "corrupt": corrupt, "detail": detail}
+
+
+@work
+def safe_exchange(package, nbytes):
+    """Engine side: ranks 0 and 1 swap patterned buffers with a learner's fn(comm, sendbuf,
+    recvbuf); every rank calls it. Returns what arrived, as {rank, ok, detail}."""
+    from ..mpi import payload
+
+    fn, comm, rank, base, sendbuf, recvbuf = _on_engine(package, nbytes)
+    if rank < 2:
+        payload.fill(sendbuf, base, 1 + rank)  # each rank's own pattern
+    comm.Barrier()
+    fn(comm, sendbuf, recvbuf)
+    ok, detail = True, None
+    if rank < 2 and nbytes:
+        expected = np.empty_like(base)
+        payload.fill(expected, base, 2 - rank)  # the partner's pattern
+        bad = np.flatnonzero(recvbuf != expected)
+        if bad.size:
+            ok = False
+            detail = (
+                f"rank {rank}'s recvbuf holds {bad.size} of {nbytes} bytes that rank {1 - rank} "
+                "did not send"
+                + (" (still all zeros: nothing arrived in it)" if not recvbuf.any() else "")
+            )
+    comm.Barrier()
+    return {"rank": rank, "ok": ok, "detail": detail}
+
+
+@work
+def c_pingpong(lib, function, nbytes, iters, instrumented):
+    """Engine side: call `int function(comm, sendbuf, recvbuf, nbytes)` iters times."""
+    from mpi4py import MPI
+
+    from ..mpi import ckernels, payload
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    base = payload.base(nbytes)
+    sendbuf = np.zeros(max(nbytes, 1), np.uint8)
+    recvbuf = np.zeros(max(nbytes, 1), np.uint8)
+    handle = ckernels.load(lib)
+    if instrumented:
+        handle.pp_graded_reset()
+    corrupt, codes = 0, []
+    comm.Barrier()
+    for i in range(iters):
+        if rank == 0:
+            payload.fill(sendbuf[:nbytes], base, i)
+            recvbuf[:] = 0
+        rc = ckernels.call_c(
+            lib,
+            function,
+            comm,
+            sendbuf.ctypes.data_as(ctypes.c_void_p),
+            recvbuf.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int(nbytes),
+        )
+        codes.append(int(rc))
+        if rc != 0:
+            break
+        if rank == 0 and not payload.matches(recvbuf[:nbytes], base, i):
+            corrupt += 1
+    result = {"rank": rank, "corrupt": corrupt, "codes": codes}
+    if instrumented:
+        out = (ctypes.c_int * (4 * 64))()
+        n = handle.pp_graded_calls(out, 64)
+        result["calls"] = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, 64))]
+        constants = (ctypes.c_int * 3)()
+        handle.pp_graded_constants(constants)
+        result["constants"] = list(constants)
+    return result
+
+
+def pickle_pingpong(package, obj, iters):
+    """Engine side: rank 0's object after a learner's fn(comm, obj), `iters` times."""
+    from mpi4py import MPI
+
+    fn = unship(package)
+    comm = MPI.COMM_WORLD
+    back = None
+    for _ in range(iters):
+        back = fn(comm, obj if comm.Get_rank() == 0 else None)
+    return back
+
+
+@work
+def student_sweep(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps):
+    """Engine side: a learner's time_pingpong (and choose_reps, when given) at each size;
+    this rank's rows {nbytes, reps, t_s}."""
+    from mpi4py import MPI
+
+    from ..mpi import buffers, measure
+
+    time_pingpong = unship(time_pkg)
+    choose_reps = unship(reps_pkg) if reps_pkg is not None else None
+    pingpong = unship(pp_pkg)
+    comm = MPI.COMM_WORLD
+    rows = []
+    for nbytes in sizes:
+        sendbuf, recvbuf = buffers.aligned(nbytes), buffers.aligned(nbytes)
+        t_cal = time_pingpong(comm, pingpong, sendbuf, recvbuf, calibration_reps, 2)
+        if choose_reps is not None:
+            reps = choose_reps(comm, 2 * t_cal * calibration_reps, calibration_reps, target_s)
+        else:
+            reps = max(10, int(target_s / max(2 * t_cal, 1e-9)))
+        warmup = measure.warmup_for(reps)
+        t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
+        rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
+    return rows
+
+
+@work
+def pickle_echo(package, obj, iters):
+    """Engine side: rank 0's object after fn(comm, obj) `iters` times, as JSON data (a value
+    that is not JSON is described, never compared here)."""
+    back = pickle_pingpong(package, obj, iters)
+    try:
+        return {"echoed": json.loads(json.dumps(back))}
+    except (TypeError, ValueError):
+        return {"echoed": None, "not_data": f"a {type(back).__name__}"}
+
+
+@work
+def c_timing(lib, nbytes, reps, warmup, instrumented, keep_samples=True):
+    """Engine side: one call of the learner's time_pingpong_c; this rank's results."""
+    from mpi4py import MPI
+
+    from ..mpi import buffers, ckernels
+
+    comm = MPI.COMM_WORLD
+    sendbuf, recvbuf = buffers.aligned(max(nbytes, 1)), buffers.aligned(max(nbytes, 1))
+    samples = np.full(max(reps, 1), np.nan)
+    one_way = ctypes.c_double(np.nan)
+    handle = ckernels.load(lib)
+    if instrumented:
+        handle.pp_graded_reset()
+    comm.Barrier()
+    rc = ckernels.call_c(
+        lib,
+        TIMING_FUNCTION,
+        comm,
+        sendbuf.ctypes.data_as(ctypes.c_void_p),
+        recvbuf.ctypes.data_as(ctypes.c_void_p),
+        ctypes.c_int(nbytes),
+        ctypes.c_int(reps),
+        ctypes.c_int(warmup),
+        samples.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        ctypes.byref(one_way),
+    )
+    result = {"rank": comm.Get_rank(), "rc": int(rc), "one_way": float(one_way.value)}
+    if keep_samples:
+        result["samples"] = samples[:reps].tolist()
+    if instrumented:
+        out = (ctypes.c_int * (4 * MAX_CALLS))()
+        n = handle.pp_graded_calls(out, MAX_CALLS)
+        result["ncalls"] = int(n)
+        result["calls"] = [tuple(out[4 * k : 4 * k + 4]) for k in range(min(n, MAX_CALLS))]
+    return result
+
+
+@work
+def course_c_median(nbytes, reps):
+    """Engine side: the course's blocking C kernel at nbytes, `reps` round trips; rank 0's
+    median one-way time (seconds) as measure.sweep_rows reports it."""
+    from ..mpi import measure
+    from ..mpi.settings import SweepSettings
+
+    settings = SweepSettings(kind="c", mode="blocking", sizes=[int(nbytes)], reps=int(reps))
+    out = measure.sweep_rows(settings)
+    return {"t_median_s": None if out is None else float(out[0][0].t_median_s)}
+
+
+@jobs.job
+def fresh_ranks_job(spec: dict, comm) -> int:
+    """The "fresh ranks" job (every rank): each run of a marked work, one JSON file per rank;
+    an error is written as data and ends the whole job (the other ranks may be waiting)."""
+    from ..engines.shipping import unpacked
+
+    module, _, name = spec["work"].partition(":")
+    function = getattr(importlib.import_module(module), name, None)
+    if not getattr(function, _MARK, False):
+        raise ValueError(f"{spec['work']!r} is not work for fresh ranks")
+    out, rank = Path(spec["out_dir"]), comm.Get_rank()
+    try:
+        packages = [unpacked(Path(p).read_bytes()) for p in spec["packages"]]
+        for i, args in enumerate(spec["runs"]):
+            result = function(*packages, *args)
+            (out / f"run{i:04d}.rank{rank:05d}.json").write_text(json.dumps(result))
+    except Exception as exc:  # the learner's code: say what it raised, then end every rank
+        error = {"rank": rank, "type": type(exc).__name__, "message": str(exc)}
+        (out / f"error.rank{rank:05d}.json").write_text(json.dumps(error))
+        comm.Abort(1)
+    return 0
