@@ -61,6 +61,8 @@ STOP_GRACE_S = 1.0  # after SIGTERM, before SIGKILL, when stop() ends the proces
 CRASH_POLL_S = 0.25  # how often a waiting run() checks that the engine processes still live
 POOL_ENV = "PINGPONG_LAB_ENGINE_POOL"  # a folder of <n>.json: engines lent by an EnginePool
 GIVEN_UP = "given-up"  # in that folder: <n> where a borrower gave its engines up (stuck, dead)
+COMING = ".coming"  # in that folder: <n>.coming while the pool starts engines of size n
+POOL_WAIT_S = 60.0  # how long a borrower waits for engines that are coming
 
 _live_clusters: weakref.WeakSet = weakref.WeakSet()
 
@@ -116,11 +118,15 @@ def _pong() -> int:
 
 
 def pool_entry(n: int) -> Path | None:
-    """The file that lends pre-started engines of size n to this process, if there is one."""
+    """The file that lends pre-started engines of size n to this process, if there is one
+    (waiting up to POOL_WAIT_S for engines that the pool is still starting)."""
     folder = runtime.setting(POOL_ENV)
     if not folder:
         return None
-    entry = Path(folder) / f"{n}.json"
+    entry, coming = Path(folder) / f"{n}.json", Path(folder) / f"{n}{COMING}"
+    deadline = time.monotonic() + POOL_WAIT_S
+    while not entry.is_file() and coming.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     return entry if entry.is_file() and not (Path(folder) / GIVEN_UP / str(n)).exists() else None
 
 

@@ -69,13 +69,17 @@ def _borrow(pool: EnginePool, how: str, cwd) -> dict:
 def test_a_pool_lends_each_engine_job_to_one_notebook_and_ends_deadlocked_ones(tmp_path):
     pool = EnginePool()
     try:
-        pool.ready([2])
+        pool.ready([2])  # returns at once: the engines start while the kernel does
+        assert pool.coming(2).exists() or pool.entry(2).exists()
+        seen = _borrow(pool, "use", tmp_path)  # it waits for the engines that are coming
+        pool.wait()
         first_pids = pool.clusters[2].pids
         remember_pids(first_pids)
-        seen = _borrow(pool, "use", tmp_path)
         assert seen == {"borrowed": True, "cwd": True, "left_behind": [None, None]}
+        assert not pool.coming(2).exists()
 
         pool.ready([2])  # new engines: the first borrower's code ran on the old ones
+        pool.wait()
         assert pool.starts == 2 and wait_gone(first_pids)
         remember_pids(pool.clusters[2].pids)
         lent = json.loads(pool.entry(2).read_text())["pids"]  # all but the pool's watchdog
@@ -90,6 +94,7 @@ def test_a_pool_lends_each_engine_job_to_one_notebook_and_ends_deadlocked_ones(t
         assert not pool.entry(2).exists()
 
         pool.ready([2])  # new engines for the next notebook
+        pool.wait()
         assert pool.starts == 3 and pool.entry(2).exists()
         remember_pids(pool.clusters[2].pids)
         assert _borrow(pool, "use", tmp_path)["borrowed"]
