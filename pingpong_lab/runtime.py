@@ -108,3 +108,15 @@ def atomic_write(path, data: bytes | str) -> Path:
     with atomic_file(path, "wb") as f:
         f.write(data.encode() if isinstance(data, str) else data)
     return Path(path)
+
+
+def own_tools_on_path() -> None:
+    """Put this Python's own bin folder first on PATH (for this process and what it starts):
+    nbgrader runs `alembic` by name, and a command run as `.venv/bin/...` without the
+    environment activated would not find it."""
+    import sys
+
+    folder = str(Path(sys.executable).parent)
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    if folder not in parts:
+        os.environ["PATH"] = os.pathsep.join([folder, *[p for p in parts if p]])

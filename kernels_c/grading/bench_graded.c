@@ -9,53 +9,49 @@
  * large-count *_c form of each. Receives are not counted: a message is charged once, where it
  * leaves, so a program may receive into a buffer of any capacity, with any call.
  *
- * Three switches, read from the environment at MPI_Init and then removed from it:
+ * MPI_Wtime is the real clock on rank 0. On rank 1 it runs RANK1_RATE times as fast (from
+ * where it stood at MPI_Init), in every run: rank 1 is then the slower rank of every round trip,
+ * so a program that reports rank 0's own time instead of the maximum over ranks is told apart.
+ * The grader recomputes what the program should report from the readings logged below, so a run
+ * is judged by what the program itself read, on a quiet or a busy machine alike.
+ *
+ * Two switches, read from the environment at MPI_Init and then removed from it. Grading runs
+ * every time with both (PP_BENCH_CORRUPT=maybe), so no graded run differs from another:
  *
  *   PP_BENCH_LOG=PATH     at MPI_Finalize each rank writes PATH.rankR, one line per event in
  *                         order: "send BYTES" for a message it sent, "sync" for a call that
  *                         synchronises the ranks (Barrier, Ibarrier, Allreduce, Allgather,
- *                         Alltoall);
- *   PP_BENCH_FAKE_CLOCK=L,B,SEED  MPI_Wtime is a fake clock that only sends move: on rank r a
- *                         message of b bytes adds 2 (r + 1) (L + b B) seconds, and on rank 1
- *                         its k-th message of that size adds (1 + jitter(SEED, k)) times that
- *                         (jitter in [0, 0.5), see jitter() below and cbench.fake_jitter). A
- *                         correct program then reports, per size, exactly the median over its
- *                         timed round trips of rank 1's one-way time (see cbench.py); the mean,
- *                         the minimum or timed warm-up round trips give other numbers;
+ *                         Alltoall), "clock SECONDS" for each value MPI_Wtime returned;
  *   PP_BENCH_CORRUPT=1    every message rank 1 sends to rank 0 leaves with one byte flipped:
  *                         a program that checks the echo must notice and fail;
  *   PP_BENCH_CORRUPT=maybe  the same or nothing, as rank 1's layer draws at random when the
  *                         program starts (from /dev/urandom, so nothing the program reads
- *                         tells which): grading runs the program so until it has seen both, and
- *                         a program that stops whenever it is checked fails the intact runs.
- *                         With PP_BENCH_LOG, rank 1 makes PATH.rank1.corrupted as its first
- *                         flipped message leaves, so the grader knows which runs were which.
+ *                         tells which). With PP_BENCH_LOG, rank 1 makes PATH.rank1.corrupted as
+ *                         its first flipped message leaves, so the grader knows which runs
+ *                         were which.
  */
 #include <fcntl.h>
 #include <mpi.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define PP_BENCH_LATENCY_S 1e-6 /* the fake clock's defaults */
-#define PP_BENCH_S_PER_BYTE 1e-9
-#define PP_BENCH_JITTER 0.5       /* rank 1's extra cost per message: a fraction in [0, this) */
-#define PP_BENCH_SIZES 64         /* distinct message sizes counted; enough for 1 B .. 2^62 B */
+#define RANK1_RATE 2.0            /* how much faster rank 1's MPI_Wtime runs (cbench.RANK1_RATE) */
 #define PP_BENCH_EVENTS (1 << 22) /* events logged at most (then the log says "truncated") */
 #define PP_BENCH_PERSISTENT 256   /* persistent send requests alive at once */
-#define SYNC (-1)
 
-static int fake_clock, corrupt, my_rank;
-static double fake_latency_s = PP_BENCH_LATENCY_S, fake_s_per_byte = PP_BENCH_S_PER_BYTE;
-static uint64_t jitter_seed;
-static double fake_now = 1000.0;
-static long long sizes_sent[PP_BENCH_SIZES];
-static long long count_sent[PP_BENCH_SIZES];
-static int nsizes;
+enum event_kind { SEND, SYNC, CLOCK };
+struct event {
+    enum event_kind kind;
+    long long bytes; /* SEND */
+    double seconds;  /* CLOCK: what MPI_Wtime returned */
+};
+
+static int corrupt, my_rank;
+static double clock_origin; /* the real clock at MPI_Init */
 static char log_path[4096];
-static long long *events;
+static struct event *events;
 static size_t nevents, capacity;
 static int truncated;
 static int corrupt_marked;
@@ -67,13 +63,14 @@ static long long bytes_of(long long count, MPI_Datatype type)
     return count * size;
 }
 
-static void record(long long event)
+static void record(enum event_kind kind, long long bytes, double seconds)
 {
     if (log_path[0] == '\0')
         return;
     if (nevents == capacity) {
         size_t more = capacity ? 2 * capacity : 4096;
-        long long *grown = more <= PP_BENCH_EVENTS ? realloc(events, more * sizeof *events) : NULL;
+        struct event *grown =
+            more <= PP_BENCH_EVENTS ? realloc(events, more * sizeof *events) : NULL;
         if (grown == NULL) {
             truncated = 1;
             return;
@@ -81,41 +78,12 @@ static void record(long long event)
         events = grown;
         capacity = more;
     }
-    events[nevents++] = event;
-}
-
-/* How many messages of this size this rank sent before this one (and count this one). */
-static long long sends_before(long long bytes)
-{
-    for (int i = 0; i < nsizes; i++)
-        if (sizes_sent[i] == bytes)
-            return count_sent[i]++;
-    if (nsizes < PP_BENCH_SIZES) {
-        sizes_sent[nsizes] = bytes;
-        count_sent[nsizes++] = 1;
-    }
-    return 0;
-}
-
-/* A number in [0, PP_BENCH_JITTER) for the k-th message of a size: splitmix64 of seed + k
- * times the golden ratio, its top 53 bits as a fraction (cbench.fake_jitter computes the same). */
-static double jitter(long long k)
-{
-    uint64_t z = jitter_seed + (uint64_t)k * 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return (double)(z >> 11) * (1.0 / 9007199254740992.0) * PP_BENCH_JITTER;
+    events[nevents++] = (struct event){kind, bytes, seconds};
 }
 
 static void sent(long long bytes)
 {
-    long long k = sends_before(bytes);
-    record(bytes);
-    if (fake_clock) {
-        double cost = 2.0 * (my_rank + 1) * (fake_latency_s + (double)bytes * fake_s_per_byte);
-        fake_now += my_rank == 1 ? cost * (1.0 + jitter(k)) : cost;
-    }
+    record(SEND, bytes, 0.0);
 }
 
 static int corrupts(const void *buf, long long bytes, int dest)
@@ -183,17 +151,7 @@ static int getflag(const char *name)
 static void start(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
-    fake_clock = getflag("PP_BENCH_FAKE_CLOCK");
-    if (fake_clock) {
-        double latency, per_byte;
-        unsigned long long seed = 0;
-        int got = sscanf(getenv("PP_BENCH_FAKE_CLOCK"), "%lf,%lf,%llu", &latency, &per_byte, &seed);
-        if (got >= 2) {
-            fake_latency_s = latency;
-            fake_s_per_byte = per_byte;
-        }
-        jitter_seed = (uint64_t)seed;
-    }
+    clock_origin = PMPI_Wtime();
     const char *how = getenv("PP_BENCH_CORRUPT");
     if (how != NULL && strcmp(how, "maybe") == 0)
         corrupt = my_rank == 1 && random_bit();
@@ -202,7 +160,6 @@ static void start(void)
     const char *log = getenv("PP_BENCH_LOG");
     if (log != NULL)
         snprintf(log_path, sizeof log_path, "%s", log);
-    unsetenv("PP_BENCH_FAKE_CLOCK");
     unsetenv("PP_BENCH_CORRUPT");
     unsetenv("PP_BENCH_LOG");
 }
@@ -229,10 +186,12 @@ int MPI_Finalize(void)
         FILE *f = fopen(path, "w");
         if (f != NULL) {
             for (size_t i = 0; i < nevents; i++) {
-                if (events[i] == SYNC)
+                if (events[i].kind == SYNC)
                     fputs("sync\n", f);
+                else if (events[i].kind == CLOCK)
+                    fprintf(f, "clock %.17g\n", events[i].seconds);
                 else
-                    fprintf(f, "send %lld\n", events[i]);
+                    fprintf(f, "send %lld\n", events[i].bytes);
             }
             if (truncated)
                 fputs("truncated\n", f);
@@ -244,7 +203,11 @@ int MPI_Finalize(void)
 
 double MPI_Wtime(void)
 {
-    return fake_clock ? fake_now : PMPI_Wtime();
+    double now = PMPI_Wtime();
+    if (my_rank == 1)
+        now = clock_origin + (now - clock_origin) * RANK1_RATE;
+    record(CLOCK, 0, now);
+    return now;
 }
 
 /* -- sends: blocking, non-blocking, int and large counts --------------------------------------- */
@@ -440,33 +403,33 @@ ISENDRECV_REPLACE(MPI_Isendrecv_replace_c, MPI_Count)
 /* -- calls that synchronise the ranks: logged, so that a Barrier after the warm-up is seen ------ */
 int MPI_Barrier(MPI_Comm comm)
 {
-    record(SYNC);
+    record(SYNC, 0, 0.0);
     return PMPI_Barrier(comm);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    record(SYNC);
+    record(SYNC, 0, 0.0);
     return PMPI_Ibarrier(comm, request);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm)
 {
-    record(SYNC);
+    record(SYNC, 0, 0.0);
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    record(SYNC);
+    record(SYNC, 0, 0.0);
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    record(SYNC);
+    record(SYNC, 0, 0.0);
     return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }

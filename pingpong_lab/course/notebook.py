@@ -551,22 +551,29 @@ def bench_messages(path="bench.c", max_bytes=1 << 10, reps=12, warmup=5) -> None
     print(f"reps column: {sorted({int(r) for r in table['reps']})}")
 
 
-def bench_fake_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2) -> None:
-    """The program's times under a fake MPI_Wtime, next to the median of the slowest rank's
-    one-way times (each of its messages costs a little more or less than the last)."""
+def bench_clock(path="bench.c", max_bytes=1 << 10, reps=10, warmup=2) -> None:
+    """The program's times next to what its own clock readings give: the median over the timed
+    round trips of the slower rank's one-way time, recomputed from every MPI_Wtime reading the
+    profiling layer logged in that run (rank 1's clock runs twice as fast there)."""
     from .grading import cbench
 
-    clock = cbench.draw_fake_clock(reps, warmup, seed=0)
     try:
-        table, first = cbench.fake_clock_run(path, max_bytes, reps, warmup, clock)
+        exe = cbench.build_bench(path, graded=True)
+        run = cbench.finished_run(exe, max_bytes, reps, warmup)
     except AssertionError as exc:
         raise RuntimeError(str(exc)) from None
-    print("   nbytes   yours (s)    median of the slowest rank (s)")
-    for n, got, start in zip(table["nbytes"], table["t_median_s"], first, strict=True):
-        a, b = clock.medians(n, max(int(start), 0))
-        ok = start >= 0 and a * (1 - 1e-3) <= got <= b * (1 + 1e-3)
-        want = f"{a:.4g}" if np.isclose(a, b) else f"{a:.4g} .. {b:.4g}"
-        print(f"{int(n):>9} {got:11.4g} {want:>21}  {'ok' if ok else '<-'}")
+    verdicts = cbench.clock_verdicts(run, reps, warmup)
+    print("   nbytes   yours (s)    from your clock readings (s)")
+    for n, got, why in verdicts:
+        try:
+            (lo, hi), _ = cbench.clock_summaries(run.events, n, reps, warmup)
+            want = f"{lo:.6g}" if lo == hi else f"{lo:.6g} .. {hi:.6g}"
+        except AssertionError:
+            want = "?"
+        print(f"{n:>9} {got:11.6g} {want:>27}  {'ok' if not why else '<-'}")
+    wrong = [why for _, _, why in verdicts if why]
+    if wrong:
+        print(wrong[0])
 
 
 def bench_corrupted(path="bench.c") -> None:

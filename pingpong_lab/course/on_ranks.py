@@ -10,6 +10,8 @@ verdicts are computed elsewhere (grading.engine_checks, grading.ctiming) from wh
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import hmac
 import importlib
 import json
 from pathlib import Path
@@ -23,6 +25,7 @@ TIMING_FUNCTION = "time_pingpong_c"  # notebook 02's C timing loop
 MAX_CALLS = 512  # PP_GRADED_MAX: the calls kernels_c/grading/pp_graded.h records
 
 _MARK = "_pingpong_lab_fresh_work"
+DONE_TAG = 32000  # the course's own tag: a learner rank tells the partner it has finished
 
 
 def work(function):
@@ -149,6 +152,133 @@ def c_pingpong(lib, function, nbytes, iters, instrumented):
     return result
 
 
+# -- the course's partner rank: one side of every message is the course's own ------------------
+_KEYS: dict = {}
+
+
+def _partner_key(path: str) -> bytes:
+    """The key the judge gave this job's partner rank, read once and removed before any
+    learner's code is loaded (the learner's ranks wait at a Barrier until then); the process
+    is made non-dumpable first, so that a process of the same user (a learner's rank) can
+    neither trace it nor read its memory."""
+    if path not in _KEYS:
+        from ..grader.sandbox import not_dumpable
+
+        not_dumpable()
+        file = Path(path)
+        _KEYS[path] = file.read_bytes()
+        file.unlink()
+    return _KEYS[path]
+
+
+def signed(report: dict, key: bytes) -> dict:
+    """{"report": report, "mac": HMAC-SHA256 of its JSON}: what a partner rank hands the judge
+    (a learner's rank can overwrite the file, not forge the MAC)."""
+    text = json.dumps(report, sort_keys=True)
+    return {"report": report, "mac": hmac.new(key, text.encode(), hashlib.sha256).hexdigest()}
+
+
+def _partner_side(comm, partner, nbytes, iters, ping_tag, pong_tag) -> dict:
+    """The partner's side of `iters` round trips with the learner's rank 1 - partner: as rank
+    1 it echoes whatever rank 0 sends (replying with pong_tag, or the tag it came with); as
+    rank 0 it sends the payload with ping_tag and takes the echo with any tag. Every message
+    it receives is checked against the payload here; a DONE_TAG message from the learner's
+    rank (its function returned early, or failed) ends the round trips."""
+    from mpi4py import MPI
+
+    from ..mpi import payload
+
+    other = 1 - partner
+    base, status = payload.base(nbytes), MPI.Status()
+    report = {"partner": partner, "nbytes": nbytes, "iters": iters, "intact": 0,
+              "tags": [], "detail": None, "stopped": None}  # fmt: skip
+    pending = None
+
+    def take(i):
+        comm.Probe(source=other, tag=MPI.ANY_TAG, status=status)
+        if status.Get_tag() == DONE_TAG:
+            done = np.zeros(2, np.int64)
+            comm.Recv(done, source=other, tag=DONE_TAG)
+            report["stopped"] = {"calls": int(done[0]), "rc": int(done[1]), "at": i}
+            return None
+        count = status.Get_count(MPI.BYTE)
+        buf = np.zeros(max(count, 1), np.uint8)
+        comm.Recv([buf, count, MPI.BYTE], source=other, tag=status.Get_tag())
+        report["tags"].append(status.Get_tag())
+        buf = buf[:count]
+        if count == nbytes and payload.matches(buf, base, i):
+            report["intact"] += 1
+        elif report["detail"] is None:
+            report["detail"] = (
+                f"round trip {i + 1}: {count} bytes arrived where {nbytes} were sent"
+                if count != nbytes
+                else f"round trip {i + 1}: the bytes that arrived are not the payload"
+            )
+        return buf
+
+    for i in range(iters):
+        if partner == 1:
+            buf = take(i)
+            if buf is None:
+                break
+            tag = pong_tag if pong_tag is not None else status.Get_tag()
+            comm.Send([buf, buf.size, MPI.BYTE], dest=0, tag=tag)
+        else:
+            out = np.empty(nbytes, np.uint8)
+            payload.fill(out, base, i)
+            pending = comm.Isend([out, nbytes, MPI.BYTE], dest=1, tag=ping_tag)
+            if take(i) is None:
+                break
+            pending.Wait()
+            pending = None
+    if report["stopped"] is None:  # the learner's rank says it has finished
+        done = np.zeros(2, np.int64)
+        comm.Recv(done, source=other, tag=DONE_TAG)
+        if int(done[1]) != 0:
+            report["stopped"] = {"calls": int(done[0]), "rc": int(done[1]), "at": iters}
+    report["end_job"] = pending is not None  # a send nobody will receive: end the job
+    return report
+
+
+@work
+def c_pingpong_partner(lib, function, nbytes, iters, partner, ping_tag, pong_tag, key_path):
+    """Engine side: the learner's C ping-pong `int function(comm, sendbuf, recvbuf, nbytes)`
+    on every rank but `partner`, which is the course's own (it never loads the learner's
+    library): its account of every message, signed with the judge's key, is what the judge
+    decides on. The learner's ranks tell it when they are done (calls made, first return
+    code that was not 0)."""
+    from mpi4py import MPI
+
+    from ..mpi import ckernels, payload
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    key = _partner_key(key_path) if rank == partner else None
+    comm.Barrier()  # the key is gone before any learner's code is loaded
+    if rank == partner:
+        report = _partner_side(comm, partner, int(nbytes), int(iters), ping_tag, pong_tag)
+        return {"rank": rank, **signed(report, key), "end_job": report["end_job"]}
+    base = payload.base(nbytes)
+    sendbuf = np.zeros(max(nbytes, 1), np.uint8)
+    recvbuf = np.zeros(max(nbytes, 1), np.uint8)
+    calls, rc = 0, 0
+    for i in range(iters):
+        if rank == 0:
+            payload.fill(sendbuf[:nbytes], base, i)
+        rc = int(ckernels.call_c(
+            lib, function, comm,
+            sendbuf.ctypes.data_as(ctypes.c_void_p),
+            recvbuf.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int(nbytes),
+        ))  # fmt: skip
+        calls += 1
+        if rc != 0:
+            break
+    if rank == 1 - partner:
+        comm.Send(np.array([calls, rc], np.int64), dest=partner, tag=DONE_TAG)
+    return {"rank": rank, "calls": calls, "rc": rc}
+
+
 def pickle_pingpong(package, obj, iters):
     """Engine side: rank 0's object after a learner's fn(comm, obj), `iters` times."""
     from mpi4py import MPI
@@ -185,6 +315,27 @@ def student_sweep(time_pkg, reps_pkg, pp_pkg, sizes, target_s, calibration_reps)
         t = time_pingpong(comm, pingpong, sendbuf, recvbuf, reps, warmup)
         rows.append({"nbytes": int(nbytes), "reps": int(reps), "t_s": float(t)})
     return rows
+
+
+@work
+def pair_loop(loop_pkg, exchange_pkg, nbytes, iters, warmup=5):
+    """Engine side: a pair-timing loop(comm, exchange, sendbuf, recvbuf, iters, warmup) with
+    exchange(comm, sendbuf, recvbuf), on random bytes; this rank's samples (None for NaN), the
+    loop's wall time and whether the echo came back intact (ranks of the bottom half)."""
+    from mpi4py import MPI
+
+    loop, exchange = unship(loop_pkg), unship(exchange_pkg)
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    send = np.random.default_rng(rank).integers(0, 256, int(nbytes), dtype=np.uint8)
+    recv = np.zeros(int(nbytes), np.uint8)
+    t0 = MPI.Wtime()
+    samples = np.asarray(loop(comm, exchange, send, recv, int(iters), int(warmup)), dtype=float)
+    wall = MPI.Wtime() - t0
+    intact = rank >= size // 2 or bool(np.array_equal(send, recv))
+    values = [None if not np.isfinite(x) else float(x) for x in samples.ravel()]
+    return {"rank": rank, "samples": values, "shape": list(samples.shape), "wall": wall,
+            "intact": intact}  # fmt: skip
 
 
 @work
@@ -264,6 +415,8 @@ def fresh_ranks_job(spec: dict, comm) -> int:
         for i, args in enumerate(spec["runs"]):
             result = function(*packages, *args)
             (out / f"run{i:04d}.rank{rank:05d}.json").write_text(json.dumps(result))
+            if isinstance(result, dict) and result.get("end_job"):
+                comm.Abort(0)  # a message nobody will take: the rest of the job cannot run
     except Exception as exc:  # the learner's code: say what it raised, then end every rank
         error = {"rank": rank, "type": type(exc).__name__, "message": str(exc)}
         (out / f"error.rank{rank:05d}.json").write_text(json.dumps(error))

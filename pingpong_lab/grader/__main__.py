@@ -19,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 
+from .. import runtime
 from . import arraygrade, build, classgrade
 
 
@@ -81,6 +82,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    runtime.own_tools_on_path()  # nbgrader runs alembic by name, venv activated or not
     top = parser()
     args = top.parse_args(argv)
     if args.command == "validate":

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import runtime
 from . import classgrade, gradebook, sandbox
 
 # -- notebooks --------------------------------------------------------------------------------
@@ -72,6 +73,7 @@ def assignments(course: Path) -> list[str]:
 
 def nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run `nbgrader <args>` in the course directory with this Python."""
+    runtime.own_tools_on_path()  # nbgrader runs alembic by name
     cmd = [sys.executable, "-m", "nbgrader", *args]
     proc = subprocess.run(cmd, cwd=course, capture_output=True, text=True)
     if check and proc.returncode != 0:

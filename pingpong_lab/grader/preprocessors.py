@@ -419,11 +419,12 @@ _CLUSTER_SIZE = re.compile(r"\bMPICluster\(\s*(?:n\s*=\s*)?(\d+)")
 
 
 def engine_sizes(cells) -> set[int]:
-    """The numbers of engines that the code cells of a notebook start."""
+    """The numbers of engines that the learner's code cells of a notebook start (a test cell
+    runs in the judge, which borrows no engines)."""
     return {
         int(n)
         for cell in cells
-        if cell.cell_type == "code"
+        if cell.cell_type == "code" and not is_test(cell)
         for n in _CLUSTER_SIZE.findall(cell.source)
     }
 

@@ -159,7 +159,7 @@ OLD_STUBS = {
             "test_c_timing_engines",
             "test_bench_csv",
             "test_bench_messages",
-            "test_bench_fake_clock",
+            "test_bench_clock",
             "test_bench_payload",
             "test_bench_vs_reference",
             "defend_numbers",

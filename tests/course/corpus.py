@@ -496,7 +496,7 @@ CORPUS = {
     "shortcuts": {
         "02_timing": (
             _TIMING_SHORTCUTS,
-            {"test_time_pingpong_fake", "test_bandwidth_units", "test_bench_fake_clock"},
+            {"test_time_pingpong_fake", "test_bandwidth_units", "test_bench_clock"},
         ),
         "03_variability": (_VARIABILITY_SHORTCUTS, {"test_median_ci", "test_exchange_times"}),
         "04_model": (_MODEL_SHORTCUTS, {"test_find_breakpoint", "test_fit_alpha_beta"}),

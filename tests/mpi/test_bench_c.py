@@ -25,7 +25,7 @@ SOURCE = Path(__file__).resolve().parents[2] / "course/source/02_timing/02_timin
 CHECKS = {
     "csv": grading.check_bench_csv,
     "messages": grading.check_bench_messages,
-    "fake_clock": grading.check_bench_fake_clock,
+    "clock": grading.check_bench_clock,
     "payload": grading.check_bench_payload,
     "reference": grading.check_bench_against_reference,
 }
@@ -280,11 +280,11 @@ _TIMED_WARMUP = [
 SHORTCUTS = {
     "a constant time, nothing measured": (
         [(_ROW, '        fprintf(out, "%d,%d,%.9e\\n", nbytes, reps, 2e-6);')],
-        {"fake_clock", "reference"},
+        {"clock"},  # its round trips are timed, and realistic: only what it writes is made up
     ),
     "made-up times that grow with the size": (
         [(_ROW, '        fprintf(out, "%d,%d,%.9e\\n", nbytes, reps, 1e-6 + nbytes * 1e-10);')],
-        {"fake_clock"},
+        {"clock"},
     ),
     "no warm-up": ([(_WARMUP, "")], {"messages"}),
     "one repetition, REPS written anyway": (
@@ -293,15 +293,15 @@ SHORTCUTS = {
             (_REDUCE, _REDUCE.replace("reps", "1")),
             (_ROW, _ROW.replace("median(slowest, reps)", "median(slowest, 1)")),
         ],
-        {"messages", "fake_clock"},  # too few sent; one sample is not the median of REPS
+        {"messages", "clock"},  # too few sent; one sample is not the median of REPS
     ),
     "no Barrier after the warm-up": ([(_BARRIER, "")], {"messages"}),
-    "the mean, not the median": ([(_ROW, _MEAN_ROW)], {"fake_clock"}),
-    "the smallest sample, not the median": ([(_ROW, _MIN_ROW)], {"fake_clock"}),
-    "the warm-up round trips timed and counted": (_TIMED_WARMUP, {"fake_clock"}),
+    "the mean, not the median": ([(_ROW, _MEAN_ROW)], {"clock"}),
+    "the smallest sample, not the median": ([(_ROW, _MIN_ROW)], {"clock"}),
+    "the warm-up round trips timed and counted": (_TIMED_WARMUP, {"clock"}),
     "rank 0's own time, no maximum over ranks": (
         [(_REDUCE, "    memcpy(slowest, samples, sizeof(double) * (size_t)reps);\n")],
-        {"fake_clock"},
+        {"clock"},
     ),
     "a program that never sends": (
         [
@@ -311,10 +311,12 @@ SHORTCUTS = {
             ),
             (_CHECK, "    return 0;\n"),
         ],
-        {"messages", "fake_clock", "payload", "reference"},  # nothing sent, nothing to corrupt
+        {"messages", "clock", "payload", "reference"},  # nothing sent, nothing to corrupt
     ),
     "the echo is never checked": ([(_CHECK, "    return 0;\n")], {"payload"}),
-    # the door of the old payload check: its corrupting run was the only one with the switch
+    # the door of the old payload check (its corrupting run was the only one with the switch):
+    # every graded run has the same switches now, so a program that stops when it sees them
+    # stops in every run and loses every check
     "the echo never checked, the program stops whenever the grader's switch is set": (
         [
             (_CHECK, "    return 0;\n"),
@@ -325,7 +327,7 @@ SHORTCUTS = {
                 "        MPI_Abort(MPI_COMM_WORLD, 1);\n",
             ),
         ],
-        {"payload"},
+        set(CHECKS),
     ),
 }
 
@@ -370,10 +372,10 @@ def test_a_shortcut_fails_exactly_the_checks_of_what_it_skips(build_here, edits,
     assert set(failed) == loses, failed
 
 
-def test_the_fake_clock_says_which_rank_was_timed(build_here):
+def test_the_clock_check_says_which_rank_was_timed(build_here):
     path = _program(build_here, SHORTCUTS["rank 0's own time, no maximum over ranks"][0])
     with pytest.raises(AssertionError, match="maximum over ranks"):
-        grading.check_bench_fake_clock(path)
+        grading.check_bench_clock(path)
 
 
 @pytest.mark.parametrize(
@@ -385,9 +387,21 @@ def test_the_fake_clock_says_which_rank_was_timed(build_here):
     ],
     ids=["mean", "minimum", "timed warm-up"],
 )
-def test_the_fake_clock_names_the_summary_that_was_reported(build_here, edits, says):
+def test_the_clock_check_names_the_summary_that_was_reported(build_here, edits, says):
     with pytest.raises(AssertionError, match=says):
-        grading.check_bench_fake_clock(_program(build_here, edits), seed=5)
+        grading.check_bench_clock(_program(build_here, edits))
+
+
+def test_the_clock_check_recomputes_the_programs_own_readings(build_here):
+    """The layer logs every MPI_Wtime reading; the median recomputed from them is the row the
+    solution wrote, to the digits of the CSV, and rank 1's clock ran twice as fast."""
+    exe = cbench.build_bench(_program(build_here, []), graded=True)
+    run = cbench.finished_run(exe, 1 << 6, 9, 2)
+    for nbytes, got in zip(run.table["nbytes"], run.table["t_median_s"], strict=True):
+        (lo, hi), _ = cbench.clock_summaries(run.events, int(nbytes), 9, 2)
+        assert lo == hi and got == pytest.approx(lo, rel=1e-8)
+    s0, s1 = (cbench.round_trip_samples(run.events[r], 64, 9, r) for r in (0, 1))
+    assert np.median(s1) > 1.5 * np.median(s0)  # rank 1's clock: RANK1_RATE times as fast
 
 
 def test_the_payload_check_tells_intact_runs_from_flipped_ones_by_the_layers_word(build_here):
@@ -395,9 +409,9 @@ def test_the_payload_check_tells_intact_runs_from_flipped_ones_by_the_layers_wor
     exe = cbench.build_bench(path, graded=True)
     seen = set()
     for _ in range(40):  # both kinds, but for one time in 2**39
-        flipped, proc = cbench.payload_run(exe, 64, 3, 1)
-        assert (proc.returncode != 0) == flipped, (flipped, proc.returncode, proc.stderr[-300:])
-        seen.add(flipped)
+        run = cbench.graded_run(exe, 64, 3, 1)
+        assert (run.proc.returncode != 0) == run.flipped, (run.flipped, run.proc.stderr[-300:])
+        seen.add(run.flipped)
         if len(seen) == 2:
             break
     assert seen == {True, False}
@@ -407,22 +421,6 @@ def test_the_messages_check_names_the_missing_barrier(build_here):
     path = _program(build_here, SHORTCUTS["no Barrier after the warm-up"][0])
     with pytest.raises(AssertionError, match="no MPI_Barrier between the 5 warm-up"):
         grading.check_bench_messages(path)
-
-
-def test_the_fake_clock_tells_every_wrong_summary_from_the_median():
-    for reps, warmup in ((10, 2), (5, 0), (12, 5), (3, 1)):
-        for seed in range(20):
-            clock = cbench.draw_fake_clock(reps, warmup, seed)
-            assert clock.distinct(), (reps, warmup, seed)
-            lo, hi = clock.medians(8, warmup)
-            assert lo <= hi and lo > 2 * clock.rank0(8)  # rank 1 is the slower, every message
-    assert cbench.draw_fake_clock(2, 1, 0).reps == 2  # too few samples to tell: drawn all the same
-
-
-def test_the_jitter_is_the_layers():
-    """cbench.fake_jitter computes what bench_graded.c's jitter() does: splitmix64 values."""
-    # splitmix64 from state 0: its first output is 0xE220A8397B1DCDAF
-    assert cbench.fake_jitter(0, [1])[0] == (0xE220A8397B1DCDAF >> 11) / (1 << 53) * 0.5
 
 
 def test_the_unfinished_program_is_reported_as_not_implemented(build_here):
@@ -473,11 +471,18 @@ def test_the_real_time_check_decides_on_interleaved_medians(
     monkeypatch, capsys, yours, reference, outcome
 ):
     mine, theirs = _tables(yours), _references(reference)
-    monkeypatch.setattr(cbench, "build_bench", lambda path: "bench")
-    monkeypatch.setattr(cbench, "_run_and_read", lambda *a, **k: next(mine))
+    monkeypatch.setattr(cbench, "build_bench", lambda path, graded=False: "bench")
+    monkeypatch.setattr(
+        cbench, "finished_run", lambda *a, **k: cbench.GradedRun(False, None, {}, next(mine))
+    )
+    monkeypatch.setattr(
+        cbench,
+        "real_medians",
+        lambda run, reps: dict(zip(run.table["nbytes"].astype(int), run.table["t_median_s"])),
+    )
     monkeypatch.setattr(cbench, "reference_bench", lambda *a, **k: next(theirs))
     if outcome == "fail":
-        with pytest.raises(AssertionError, match="in 5 runs each, your times were 50x"):
+        with pytest.raises(AssertionError, match="in 5 runs each, the round trips your program"):
             cbench.check_bench_against_reference(max_bytes=1 << 4)
         return
     assert cbench.check_bench_against_reference(max_bytes=1 << 4)

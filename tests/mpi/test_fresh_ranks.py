@@ -3,6 +3,7 @@ kernel loaded into the learner's engines no longer decides a check of the learne
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -112,3 +113,39 @@ def test_a_c_kernel_that_rewrote_the_engines_does_not_decide_a_check_of_python(
     # the check runs on ranks of its own, where nothing of the learner's C was loaded
     with pytest.raises(AssertionError, match="came back different"):
         grading.check_pingpong_on_ranks(no_echo, sizes=(64,), iters=2)
+
+
+# The same constructor in a C check's own job, plus a forger: a thread of the learner's rank
+# that keeps writing "every message intact" over every result file of the job. The verdict is
+# the course's partner rank's signed report: neither the rewritten Python nor the files decide.
+FORGE = """
+import json, sys, threading, time, pathlib
+import pingpong_lab.mpi.payload as p
+p.matches = lambda *a, **k: True
+out = pathlib.Path(json.loads(sys.argv[-1])["out_dir"])
+def forge():
+    for _ in range(4000):
+        for f in out.glob("run*.rank*.json"):
+            try:
+                r = json.loads(f.read_text())
+                r["report"].update(intact=r["report"]["iters"], detail=None, stopped=None)
+                f.write_text(json.dumps(r))
+            except Exception:
+                pass
+        time.sleep(0.002)
+threading.Thread(target=forge, daemon=True).start()
+"""
+_REWRITE = 'PyRun_SimpleString("import pingpong_lab.mpi.payload as p\\np.matches = lambda'
+FORGER = TAKE_OVER.replace(
+    _REWRITE + ' *a, **k: True\\n");', f"PyRun_SimpleString({json.dumps(FORGE)});"
+)
+
+
+def test_a_c_kernel_in_its_own_checks_job_cannot_answer_for_the_course_rank(tmp_path, monkeypatch):
+    monkeypatch.setenv("PINGPONG_LAB_BUILD", str(tmp_path / "build"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pingpong.c").write_text(FORGER)
+    with pytest.raises(AssertionError) as info:
+        grading.check_c_payload("pingpong.c", sizes=(64,), iters=2)
+    message = str(info.value)
+    assert "course's own rank" in message or "was changed after it was written" in message

@@ -46,6 +46,18 @@ VARIANTS = {
     return 0;
 }
 """,
+    # a tag for the ping and another for the pong, each received by its own tag
+    "one tag each way": """
+    if (rank == 0) {
+        MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, 11, comm);
+        MPI_Recv(recvbuf, nbytes, MPI_BYTE, 1, 22, comm, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+        MPI_Recv(recvbuf, nbytes, MPI_BYTE, 0, 11, comm, MPI_STATUS_IGNORE);
+        MPI_Send(recvbuf, nbytes, MPI_BYTE, 0, 22, comm);
+    }
+    return 0;
+}
+""",
     # rank 1 receives into a larger buffer of its own and echoes as many bytes as arrived
     "a larger receive buffer and MPI_Get_count": """
     if (rank == 0) {
@@ -86,6 +98,46 @@ def test_a_correct_c_variant_passes_the_instrumented_check(build_here, body):
     lib = _instrumented(build_here, body)
     for nbytes in (1000, 1 << 20):
         assert grading.check_c_pingpong(lib, nbytes=nbytes, iters=2)
+
+
+@pytest.mark.parametrize("body", VARIANTS.values(), ids=VARIANTS.keys())
+def test_a_correct_c_variant_passes_against_the_course_rank(build_here, monkeypatch, body):
+    monkeypatch.chdir(build_here)
+    (build_here / "pingpong.c").write_text(HEAD + body)
+    assert grading.check_c_payload("pingpong.c", sizes=(0, 1000, 1 << 20), iters=2)
+    assert grading.check_c_with_ranks("pingpong.c", nranks=3, nbytes=100)
+
+
+WRONG = {
+    # rank 0 sends the wrong bytes: the course's echo sees them
+    "rank 0 sends recvbuf": (
+        "MPI_Send(sendbuf, nbytes, MPI_BYTE, 1, 0, comm);",
+        "MPI_Send(recvbuf, nbytes, MPI_BYTE, 1, 0, comm);",
+        "of rank 0's messages arrived different",
+    ),
+    # rank 1 echoes a buffer it never received into
+    "rank 1 echoes sendbuf": (
+        "MPI_Send(big, count, MPI_BYTE, 0, 0, comm);",
+        "MPI_Send(sendbuf, count, MPI_BYTE, 0, 0, comm);",
+        "of rank 1's echoes arrived different",
+    ),
+    # rank 1 returns without echoing: the course's sender hears it at once, no deadline
+    "rank 1 returns early": (
+        "    } else if (rank == 1) {",
+        "    } else if (rank == 1) {\n        return 0;",
+        "only 0 of its messages",
+    ),
+}
+
+
+@pytest.mark.parametrize(("old", "new", "says"), WRONG.values(), ids=WRONG.keys())
+def test_a_wrong_side_fails_against_the_course_rank(build_here, monkeypatch, old, new, says):
+    monkeypatch.chdir(build_here)
+    body = VARIANTS["a larger receive buffer and MPI_Get_count"]
+    assert old in body
+    (build_here / "pingpong.c").write_text(HEAD + body.replace(old, new))
+    with pytest.raises(AssertionError, match=says):
+        grading.check_c_payload("pingpong.c", sizes=(8, 1 << 20), iters=2)
 
 
 def test_the_instrumented_build_reports_the_wildcards_of_the_mpi_it_was_compiled_with(

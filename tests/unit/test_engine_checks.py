@@ -39,13 +39,43 @@ def test_python_echoes_name_the_count_the_size_and_the_detail(ranks):
     assert engine_checks.check_pingpong_on_ranks(print, sizes=(0, 1), iters=3)
 
 
-def test_c_payload_echoes_name_the_count_and_the_size(ranks):
-    ranks(_c_results(1))
+@pytest.fixture
+def partner(monkeypatch):
+    """partner(**report): the course's partner rank reports this for every size and side."""
+    monkeypatch.setattr(engine_checks, "compile_student_c", lambda path, name, **k: path)
+    monkeypatch.setattr(engine_checks, "wire_tags", lambda *a: (0, 0))
+
+    def answer(**fields):
+        def reports(lib, sizes, iters, function, side, ping, pong, nranks=2, timeout=0):
+            base = {"partner": side, "iters": iters, "intact": iters, "detail": None,
+                    "stopped": None, "tags": [0]}  # fmt: skip
+            return [(n, {**base, "nbytes": n, **fields}) for n in sizes]
+
+        monkeypatch.setattr(engine_checks, "partner_reports", reports)
+
+    return answer
+
+
+def test_c_payload_names_the_side_the_size_and_what_the_course_rank_saw(partner):
+    partner(intact=1, detail="round trip 2: the bytes that arrived are not the payload")
     with pytest.raises(AssertionError) as info:
-        engine_checks.check_c_payload("lib.so", sizes=(1,), iters=2)
-    assert str(info.value) == "1 of 2 echoes of 1 byte came back different from what rank 0 sent"
-    ranks(_c_results(0))
-    assert engine_checks.check_c_payload("lib.so", sizes=(1,))
+        engine_checks.check_c_payload("pingpong.c", sizes=(1,), iters=2)
+    assert str(info.value) == (
+        "round trips of 1 byte with the course's own rank 1: 1 of 2 of rank 0's messages "
+        "arrived different from what was sent (round trip 2: the bytes that arrived are not the "
+        "payload)"
+    )
+    partner()
+    assert engine_checks.check_c_payload("pingpong.c", sizes=(1,))
+
+
+def test_c_payload_says_what_the_learners_rank_returned(partner):
+    partner(stopped={"calls": 1, "rc": engine_checks.NOT_IMPLEMENTED, "at": 0})
+    with pytest.raises(AssertionError, match="not implemented yet"):
+        engine_checks.check_c_payload("pingpong.c", sizes=(8,))
+    partner(stopped={"calls": 2, "rc": 0, "at": 0})
+    with pytest.raises(AssertionError, match="returned 2 times, but only 0 of its messages"):
+        engine_checks.check_c_payload("pingpong.c", sizes=(8,))
 
 
 def test_instrumented_c_echoes_show_the_calls_seen(ranks):
@@ -61,13 +91,11 @@ def test_instrumented_c_echoes_show_the_calls_seen(ranks):
     assert engine_checks.check_c_pingpong("l", 8, 1)
 
 
-def test_more_ranks_name_the_rank_count(ranks):
-    ranks(_c_results(3))
+def test_more_ranks_name_the_rank_count(partner):
+    partner(intact=0, detail="round trip 1: 0 bytes arrived where 100 were sent")
     with pytest.raises(AssertionError) as info:
-        engine_checks.check_c_with_ranks("lib.so", nranks=3, nbytes=100)
-    assert str(info.value) == (
-        "with 3 ranks, 3 echoes of 100 bytes came back different from what rank 0 sent"
-    )
+        engine_checks.check_c_with_ranks("pingpong.c", nranks=3, nbytes=100)
+    assert str(info.value).startswith("with 3 ranks, round trips of 100 bytes with the course's")
 
 
 # -- the instrumented C, judged with the constants of the C library it was built against ----------

@@ -12,12 +12,17 @@ The learner's own cells run the same engine-side functions on the learner's engi
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import secrets
+import tempfile
+from pathlib import Path
 
 from ...engines.shipping import ship
 from ...errors import DeadlockError
 from .. import on_ranks
-from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED
+from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED, compile_student_c
 from .fakempi import Op, describe_op
 from .fresh_ranks import Unfinished, on_fresh_ranks
 from .matching import c_constants
@@ -31,14 +36,20 @@ def pingpong_on_engines_report(cluster, fn, nbytes, iters=3, timeout=ENGINE_TIME
     return results[0]
 
 
-def _sized_runs(work_function, sizes, functions, what, timeout, nranks=2, before=(), after=()):
+def _sized_runs(work_function, sizes, functions, what, timeout, nranks=2, before=(), after=(),
+                **job):  # fmt: skip
     """work_function(*packed functions, *before, nbytes, *after) for each size on one fresh
-    job: [(nbytes, per-rank results)]; a size that does not finish by the deadline is an
-    AssertionError that names it."""
+    job: [(nbytes, per-rank results)] (see on_fresh_ranks for `job`: decided_by, env); a size
+    that does not finish by the deadline is an AssertionError that names it."""
     sizes = [int(n) for n in sizes]
     try:
         runs = on_fresh_ranks(
-            work_function, [[*before, n, *after] for n in sizes], functions, nranks, timeout
+            work_function,
+            [[*before, n, *after] for n in sizes],
+            functions,
+            nranks,
+            timeout,
+            **job,
         )
     except Unfinished as exc:
         raise DeadlockError(
@@ -140,6 +151,7 @@ def check_c_pingpong(lib_instrumented, nbytes=1000, iters=2, function="pingpong_
     """
     results = c_pingpong_on_ranks(lib_instrumented, [nbytes], iters, function, True)[0][1]
     _raise_for_codes(results, function)
+    _remember_tags(lib_instrumented, results)
     mpi = c_constants(results[0]["constants"])
     ops = [_graded_ops(r["calls"]) for r in results]
     shown = "; ".join(
@@ -178,21 +190,124 @@ def c_pingpong_on_ranks(
     )  # fmt: skip
 
 
-def check_c_payload(lib, sizes=(0, 1, 4097, 1 << 20), iters=2, function="pingpong_c"):
-    """The uninstrumented C ping-pong echoes every size intact on fresh ranks."""
-    for nbytes, results in c_pingpong_on_ranks(lib, sizes, iters, function):
+# -- the course's partner rank: what crossed the wire, seen by a process of the course's ---------
+# The partner rank is not dumpable (on_ranks._partner_key): single-copy (CMA) reads of its
+# memory by the learner's rank would be refused, so the job sends through shared memory only.
+NO_SINGLE_COPY = {"MPIR_CVAR_CH4_CMA_ENABLE": "0"}
+_TAGS: dict[str, tuple] = {}  # instrumented library -> (rank 0's send tag, rank 1's)
+TAGS_TIMEOUT_S = 10.0  # one round trip of 8 bytes between the learner's own ranks
+
+
+def _remember_tags(lib_instrumented, results) -> tuple:
+    sends = ("Send", "Ssend", "Isend")
+    tags = tuple(
+        next((op.tag for op in _graded_ops(r["calls"]) if op.kind in sends), None)
+        for r in results[:2]
+    )
+    _TAGS[str(lib_instrumented)] = tags
+    return tags
+
+
+def wire_tags(path="pingpong.c", name="pingpong", function="pingpong_c") -> tuple:
+    """(the tag rank 0 sends with, the tag rank 1 replies with) in the learner's ping-pong,
+    from one round trip of its instrumented build (check_c_pingpong's, when it ran), so that
+    the course's partner rank speaks the learner's protocol. The learner's ranks report them:
+    a wrong report only makes the partner's messages miss, it never passes a check."""
+    graded = compile_student_c(path, name=name, instrument=True)
+    if graded not in _TAGS:
+        try:
+            ((_, results),) = c_pingpong_on_ranks(
+                graded, [8], 1, function, True, timeout=TAGS_TIMEOUT_S
+            )
+        except (AssertionError, DeadlockError):  # fails with itself: the partner says how
+            return (None, None)
         _raise_for_codes(results, function)
-        corrupt = results[0]["corrupt"]
-        _assert_echoes_intact(corrupt, f"{corrupt} of {iters}", nbytes)
+        _remember_tags(graded, results)
+    return _TAGS[graded]
+
+
+def _verified(result: dict, key: bytes) -> dict:
+    text = json.dumps(result.get("report"), sort_keys=True)
+    mac = hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+    if not isinstance(result.get("mac"), str) or not hmac.compare_digest(mac, result["mac"]):
+        raise AssertionError(
+            "the report of the course's partner rank was changed after it was written (only a "
+            "process of this check's job could have: the learner's ranks)"
+        )
+    return result["report"]
+
+
+def partner_reports(lib, sizes, iters, function, partner, ping_tag, pong_tag, nranks=2,
+                    timeout=MPIEXEC_TIMEOUT_S) -> list[tuple[int, dict]]:  # fmt: skip
+    """The learner's C ping-pong on every rank but `partner`, the course's own rank, at each
+    size on one fresh job: [(nbytes, the partner's verified report)] (see
+    on_ranks.c_pingpong_partner). A secret key, given only to the partner, signs its report."""
+    key = secrets.token_bytes(32)
+    with tempfile.TemporaryDirectory(prefix="pp-partner-") as tmp:
+        key_path = Path(tmp) / "key"
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(key)
+        runs = _sized_runs(
+            on_ranks.c_pingpong_partner, sizes, [], f"{function}'s ping-pong", timeout, nranks,
+            before=[str(lib), function],
+            after=[int(iters), int(partner), ping_tag, pong_tag, str(key_path)],
+            decided_by=partner, env=NO_SINGLE_COPY,
+        )  # fmt: skip
+    return [(nbytes, _verified(result, key)) for nbytes, result in runs]
+
+
+def _judge_partner(report: dict, function: str) -> None:
+    """AssertionError unless the partner saw every round trip, each message intact."""
+    partner, nbytes, iters = report["partner"], report["nbytes"], report["iters"]
+    role = "rank 0 (sending)" if partner == 1 else "rank 1 (echoing)"
+    what = f"round trips of {nbytes_text(nbytes)} with the course's own rank {partner}"
+    stopped = report["stopped"]
+    if stopped and stopped["rc"] == NOT_IMPLEMENTED:
+        raise AssertionError(f"{function} is not implemented yet (it returned NOT_IMPLEMENTED)")
+    if stopped and stopped["rc"] != 0:
+        raise AssertionError(f"{function} returned {stopped['rc']} on {role} instead of 0")
+    if stopped:
+        raise AssertionError(
+            f"{what}: as {role}, {function} returned {stopped['calls']} times, but only "
+            f"{stopped['at']} of its messages reached rank {partner}"
+        )
+    if report["intact"] != iters:
+        whose = "rank 0's messages" if partner == 1 else "rank 1's echoes"
+        raise AssertionError(
+            f"{what}: {iters - report['intact']} of {iters} of {whose} arrived different from "
+            f"what was sent ({report['detail']})"
+        )
+
+
+def check_c_payload(path="pingpong.c", sizes=(0, 1, 4097, 1 << 20), iters=2,
+                    function="pingpong_c", name="pingpong") -> bool:  # fmt: skip
+    """The learner's C ping-pong moves every size intact, each of its roles judged by a rank of
+    the course's: the learner's rank 0 against the course's echo (every message it sends
+    arrives as the payload), then the learner's rank 1 against the course's sender (every echo
+    comes back as it was sent). The course's rank never loads the learner's library, and its
+    report is signed with a key only it and the judge hold: native code in the learner's ranks
+    cannot answer for it."""
+    lib = compile_student_c(path, name=name)
+    ping, pong = wire_tags(path, name, function)
+    for partner in (1, 0):
+        for _, report in partner_reports(
+            lib, sizes, iters, function, partner, ping if ping is not None else 0, pong
+        ):
+            _judge_partner(report, function)
     return True
 
 
-def check_c_with_ranks(lib, nranks=3, nbytes=100, function="pingpong_c"):
-    """With more ranks than two (the others idle), the C echo is intact and every rank ends."""
-    ((_, results),) = c_pingpong_on_ranks(lib, [nbytes], 2, function, nranks=nranks)
-    _raise_for_codes(results, function)
-    corrupt = results[0]["corrupt"]
-    _assert_echoes_intact(corrupt, str(corrupt), nbytes, before=f"with {nranks} ranks, ")
+def check_c_with_ranks(path="pingpong.c", nranks=3, nbytes=100, function="pingpong_c",
+                       name="pingpong") -> bool:  # fmt: skip
+    """With more ranks than two (the others idle), the learner's rank 0 reaches the course's
+    echo on rank 1 intact, and every rank ends."""
+    lib = compile_student_c(path, name=name)
+    ping, pong = wire_tags(path, name, function)
+    for _, report in partner_reports(lib, [nbytes], 2, function, 1, ping, pong, nranks=nranks):
+        try:
+            _judge_partner(report, function)
+        except AssertionError as exc:
+            raise AssertionError(f"with {nranks} ranks, {exc}") from None
     return True
 
 
@@ -238,3 +353,25 @@ def best_of_on_ranks(time_pingpong, pingpong, nbytes=8, runs=3, target_s=0.02,
             f"timing {runs} short runs of {nbytes_text(nbytes)} did not finish within {timeout:g} s"
         ) from None
     return min(row["t_s"] for row in rows)
+
+
+def pair_loop_on_ranks(loop, exchange, nbytes=1024, iters=50, nranks=2,
+                       timeout=MPIEXEC_TIMEOUT_S) -> list[tuple]:  # fmt: skip
+    """Notebook 05's pair-timing loop on ranks of the check's own: per rank (samples as an
+    array, NaN where the rank returned NaN; the loop's wall time; the echo intact)."""
+    import numpy as np
+
+    try:
+        (results,) = on_fresh_ranks(
+            on_ranks.pair_loop, [[int(nbytes), int(iters)]], [loop, exchange], nranks, timeout
+        )
+    except Unfinished:
+        raise DeadlockError(
+            f"the pair-timing loop ({iters} exchanges of {nbytes_text(nbytes)}) did not finish "
+            f"within {timeout:g} s: a rank is waiting for a message that never comes"
+        ) from None
+    return [
+        (np.array([np.nan if x is None else x for x in r["samples"]], dtype=float).reshape(
+            r["shape"]), r["wall"], r["intact"])
+        for r in results
+    ]  # fmt: skip

@@ -34,9 +34,15 @@ class Unfinished(Exception):
         self.run, self.timeout = run, timeout
 
 
-def on_fresh_ranks(work_function, runs, functions=(), nranks=2, timeout=MPIEXEC_TIMEOUT_S):
+def on_fresh_ranks(work_function, runs, functions=(), nranks=2, timeout=MPIEXEC_TIMEOUT_S,
+                   decided_by=None, env=None):  # fmt: skip
     """Run `work_function(*packed functions, *args)` on every rank of a fresh job, for each
     `args` of `runs` in turn; a list (one per run) of the ranks' results ordered by rank.
+
+    decided_by: a rank whose result alone decides (the course's partner rank): each run's
+    result is then that rank's only, and the runs it finished are returned even when the job
+    ended early (the partner ends it when a send of its own can never complete). env: more
+    variables for the job.
 
     Raises Unfinished when the deadline passes (the caller says what deadlocked, as a
     DeadlockError), AssertionError when the learner's code raised on a rank (its type and
@@ -60,19 +66,23 @@ def on_fresh_ranks(work_function, runs, functions=(), nranks=2, timeout=MPIEXEC_
             "runs": runs,
             "out_dir": str(out),
         }
+        ranks = range(nranks) if decided_by is None else [decided_by]
         try:
-            proc = run_group(jobs.command(fresh_ranks_job, spec, nranks), timeout, env=_job_env())
+            cmd = jobs.command(fresh_ranks_job, spec, nranks)
+            proc = run_group(cmd, timeout, env={**_job_env(), **(env or {})})
         except subprocess.TimeoutExpired:
-            done = _results(out, len(runs), nranks)
+            done = _results(out, len(runs), ranks)
             raise Unfinished(len(done), timeout) from None
         errors = sorted(out.glob("error.rank*.json"))
         if errors:
             raise AssertionError(_raised(json.loads(errors[0].read_text()))) from None
-        results = _results(out, len(runs), nranks)
+        results = _results(out, len(runs), ranks)
+    if decided_by is not None and results and results[-1][0].get("end_job"):
+        return [run[0] for run in results]
     if len(results) < len(runs):
         tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
         raise AssertionError(f"the {nranks}-rank run failed (exit {proc.returncode}):\n{tail}")
-    return results
+    return results if decided_by is None else [run[0] for run in results]
 
 
 def _job_env() -> dict:
@@ -91,11 +101,11 @@ def _raised(error: dict) -> str:
     return text
 
 
-def _results(out: Path, nruns: int, nranks: int) -> list:
-    """The runs every rank finished, in order (stops at the first unfinished one)."""
+def _results(out: Path, nruns: int, ranks) -> list:
+    """The runs every one of `ranks` finished, in order (stops at the first unfinished one)."""
     results = []
     for i in range(nruns):
-        files = [out / f"run{i:04d}.rank{r:05d}.json" for r in range(nranks)]
+        files = [out / f"run{i:04d}.rank{r:05d}.json" for r in ranks]
         if not all(f.is_file() for f in files):
             break
         results.append([json.loads(f.read_text()) for f in files])
