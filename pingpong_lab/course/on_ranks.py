@@ -162,7 +162,7 @@ def _partner_key(path: str) -> bytes:
     is made non-dumpable first, so that a process of the same user (a learner's rank) can
     neither trace it nor read its memory."""
     if path not in _KEYS:
-        from ..grader.sandbox import not_dumpable
+        from ..runtime import not_dumpable
 
         not_dumpable()
         file = Path(path)

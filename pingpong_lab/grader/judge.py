@@ -42,8 +42,8 @@ import socket
 import time
 import types
 
+from ..runtime import not_dumpable
 from .proxy import ByName, ChannelClosed, Peer, Stand_in, listen
-from .sandbox import not_dumpable
 
 # course code that runs where the learner's engines, C builds and working folder are
 LEARNER_SIDE = (

@@ -105,20 +105,8 @@ def can_confine() -> bool:
 SCRATCH = ".pingpong-lab-scratch"  # under the read-only home
 
 
-def not_dumpable() -> None:
-    """Make this process non-dumpable: a process of the same user without capabilities (a
-    program a learner's code started) can then neither trace it nor read its memory or the
-    /proc files that show it (Linux; elsewhere nothing)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except (OSError, AttributeError, TypeError):
-        pass
-
-
-# the line a grading kernel runs as it starts (IPKernelApp.exec_lines): see not_dumpable
-NOT_DUMPABLE_LINE = "__import__('pingpong_lab.grader.sandbox', fromlist=['x']).not_dumpable()"
+# the line a grading kernel runs as it starts (IPKernelApp.exec_lines): see runtime.not_dumpable
+NOT_DUMPABLE_LINE = "__import__('pingpong_lab.runtime', fromlist=['x']).not_dumpable()"
 
 
 def confined_env(home: str) -> dict[str, str]:
