@@ -180,16 +180,19 @@ def signed(report: dict, key: bytes) -> dict:
 
 def _partner_side(comm, partner, nbytes, iters, ping_tag, pong_tag) -> dict:
     """The partner's side of `iters` round trips with the learner's rank 1 - partner: as rank
-    1 it echoes whatever rank 0 sends (replying with pong_tag, or the tag it came with); as
-    rank 0 it sends the payload with ping_tag and takes the echo with any tag. Every message
-    it receives is checked against the payload here; a DONE_TAG message from the learner's
-    rank (its function returned early, or failed) ends the round trips."""
+    1 it echoes whatever rank 0 sends (replying with pong_tag, or the tag it came with) and
+    checks it against the course's payload; as rank 0 it sends random bytes of its own with
+    ping_tag (an echo that was never received cannot be made up) and takes the echo, with any
+    tag, checked against them. A DONE_TAG message from the learner's rank (its function
+    returned early, or failed) ends the round trips."""
     from mpi4py import MPI
 
     from ..mpi import payload
 
     other = 1 - partner
     base, status = payload.base(nbytes), MPI.Status()
+    rng = np.random.default_rng()  # what it sends as rank 0: bytes no other process can predict
+    sent = None
     report = {"partner": partner, "nbytes": nbytes, "iters": iters, "intact": 0,
               "tags": [], "detail": None, "stopped": None}  # fmt: skip
     pending = None
@@ -206,7 +209,8 @@ def _partner_side(comm, partner, nbytes, iters, ping_tag, pong_tag) -> dict:
         comm.Recv([buf, count, MPI.BYTE], source=other, tag=status.Get_tag())
         report["tags"].append(status.Get_tag())
         buf = buf[:count]
-        if count == nbytes and payload.matches(buf, base, i):
+        expected = payload.matches(buf, base, i) if sent is None else np.array_equal(buf, sent)
+        if count == nbytes and expected:
             report["intact"] += 1
         elif report["detail"] is None:
             report["detail"] = (
@@ -224,9 +228,8 @@ def _partner_side(comm, partner, nbytes, iters, ping_tag, pong_tag) -> dict:
             tag = pong_tag if pong_tag is not None else status.Get_tag()
             comm.Send([buf, buf.size, MPI.BYTE], dest=0, tag=tag)
         else:
-            out = np.empty(nbytes, np.uint8)
-            payload.fill(out, base, i)
-            pending = comm.Isend([out, nbytes, MPI.BYTE], dest=1, tag=ping_tag)
+            sent = rng.integers(0, 256, nbytes, dtype=np.uint8)
+            pending = comm.Isend([sent, nbytes, MPI.BYTE], dest=1, tag=ping_tag)
             if take(i) is None:
                 break
             pending.Wait()
