@@ -282,6 +282,64 @@ def c_pingpong_partner(lib, function, nbytes, iters, partner, ping_tag, pong_tag
     return {"rank": rank, "calls": calls, "rc": rc}
 
 
+def _timing_partner_side(comm, nbytes, reps, warmup, pong_tag) -> dict:
+    """The partner's side of a learner's timing loop (time_pingpong_c) on rank 0: it echoes
+    the warm-up round trips, meets it at its Barrier, echoes the timed ones reading MPI_Wtime
+    as each arrives, and takes part in its Allreduce (with 0). The time between two arrivals
+    is a whole round trip as the course's rank saw it."""
+    from mpi4py import MPI
+
+    status = MPI.Status()
+    report = {"nbytes": nbytes, "reps": reps, "arrivals": [], "stopped": None}
+
+    def echoed() -> bool:
+        comm.Probe(source=0, tag=MPI.ANY_TAG, status=status)
+        if status.Get_tag() == DONE_TAG:
+            done = np.zeros(2, np.int64)
+            comm.Recv(done, source=0, tag=DONE_TAG)
+            report["stopped"] = {"calls": int(done[0]), "rc": int(done[1])}
+            return False
+        count = status.Get_count(MPI.BYTE)
+        buf = np.zeros(max(count, 1), np.uint8)
+        comm.Recv([buf, count, MPI.BYTE], source=0, tag=status.Get_tag())
+        arrived = MPI.Wtime()
+        tag = pong_tag if pong_tag is not None else status.Get_tag()
+        comm.Send([buf, count, MPI.BYTE], dest=0, tag=tag)
+        report["arrivals"].append(arrived)
+        return True
+
+    if not all(echoed() for _ in range(warmup)):
+        return report
+    report["arrivals"].clear()  # the warm-up is not timed
+    comm.Barrier()
+    if not all(echoed() for _ in range(reps)):
+        return report
+    comm.Allreduce(np.zeros(1), np.zeros(1), op=MPI.MAX)
+    done = np.zeros(2, np.int64)
+    comm.Recv(done, source=0, tag=DONE_TAG)
+    if int(done[1]) != 0:
+        report["stopped"] = {"calls": int(done[0]), "rc": int(done[1])}
+    return report
+
+
+@work
+def c_timing_partner(lib, nbytes, reps, warmup, pong_tag, key_path):
+    """Engine side: the learner's time_pingpong_c on rank 0 against the course's rank 1 (see
+    _timing_partner_side), whose report is signed; rank 0 returns its own samples."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    key = _partner_key(key_path) if rank == 1 else None
+    comm.Barrier()  # the key is gone before any learner's code is loaded
+    if rank == 1:
+        report = _timing_partner_side(comm, int(nbytes), int(reps), int(warmup), pong_tag)
+        return {"rank": rank, **signed(report, key)}
+    result = c_timing(lib, nbytes, reps, warmup, False, synchronise=False)
+    comm.Send(np.array([1, result["rc"]], np.int64), dest=1, tag=DONE_TAG)
+    return result
+
+
 def pickle_pingpong(package, obj, iters):
     """Engine side: rank 0's object after a learner's fn(comm, obj), `iters` times."""
     from mpi4py import MPI
@@ -353,8 +411,9 @@ def pickle_echo(package, obj, iters):
 
 
 @work
-def c_timing(lib, nbytes, reps, warmup, instrumented, keep_samples=True):
-    """Engine side: one call of the learner's time_pingpong_c; this rank's results."""
+def c_timing(lib, nbytes, reps, warmup, instrumented, keep_samples=True, synchronise=True):
+    """Engine side: one call of the learner's time_pingpong_c; this rank's results
+    (synchronise: a Barrier of every rank first)."""
     from mpi4py import MPI
 
     from ..mpi import buffers, ckernels
@@ -366,7 +425,8 @@ def c_timing(lib, nbytes, reps, warmup, instrumented, keep_samples=True):
     handle = ckernels.load(lib)
     if instrumented:
         handle.pp_graded_reset()
-    comm.Barrier()
+    if synchronise:
+        comm.Barrier()
     rc = ckernels.call_c(
         lib,
         TIMING_FUNCTION,

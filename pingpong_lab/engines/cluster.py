@@ -142,6 +142,7 @@ class MPICluster:
         launcher: str | None = None,
         mpiexec_prefix: list[str] | tuple[str, ...] = (),
         bind=None,
+        borrow: bool = True,
     ):
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive number of engines, got {n!r}")
@@ -151,6 +152,7 @@ class MPICluster:
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
         self.env = dict(env or {})
+        self.borrow = borrow  # False: never from a pool (a pool's own engines)
         self.launcher = slurm_launch.choose(launcher)
         if bind is not None and self.launcher != "mpiexec":
             raise ValueError(
@@ -175,7 +177,8 @@ class MPICluster:
         """Start the controller and n MPI engines; check that they form one MPI job."""
         if self._client is not None:
             return self
-        if not self.env and self.cpus is None and self.launcher == "mpiexec" and self._borrow():
+        lendable = self.borrow and not self.env and self.cpus is None
+        if lendable and self.launcher == "mpiexec" and self._borrow():
             return self
         if self.launcher == "mpiexec":
             # fails in milliseconds when there is no MPI

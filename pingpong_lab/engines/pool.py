@@ -127,7 +127,7 @@ class EnginePool:
         cluster.stop()
 
     def _lend(self, n: int) -> None:
-        cluster = MPICluster(n=n, mpiexec_prefix=self.mpiexec_prefix)
+        cluster = MPICluster(n=n, mpiexec_prefix=self.mpiexec_prefix, borrow=False)
         try:
             cluster.start()
         except ClusterStartError:

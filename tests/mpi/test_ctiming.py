@@ -11,6 +11,7 @@ import pytest
 
 from pingpong_lab.course import grading, notebook
 from pingpong_lab.course.grading import ctiming
+from pingpong_lab.errors import DeadlockError
 
 from ..conftest import requires_mpi
 
@@ -94,3 +95,31 @@ def test_a_c_function_can_be_called_more_often_than_mpi4py_has_error_handlers(cl
         results = ctiming.c_timing_on_engines(cluster2, lib, nbytes=8, reps=3, warmup=1)
         ctiming.raise_for_rc(results)
         assert results[0]["one_way"] > 0
+
+
+def _in_place(folder, source):
+    (folder / "timing.c").write_text(source)
+    return str(folder / "timing.c")
+
+
+def test_the_solution_agrees_with_what_the_course_rank_saw(build_here, monkeypatch):
+    monkeypatch.chdir(build_here)
+    assert grading.check_c_timing_against_partner(_in_place(build_here, solution_c()))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        (*SLIPS["no half round trip"], r"is 2\.\d\dx the one-way time"),
+        ("    MPI_Barrier(comm);\n", "", "the other never reaches"),  # the course's Barrier
+    ],
+    ids=["no half round trip", "no Barrier"],
+)
+def test_a_timing_slip_disagrees_with_the_course_rank(build_here, monkeypatch, old, new, says):
+    monkeypatch.chdir(build_here)
+    source = solution_c()
+    assert old in source
+    with pytest.raises((AssertionError, DeadlockError), match=says):
+        grading.check_c_timing_against_partner(
+            _in_place(build_here, source.replace(old, new)), timeout=10
+        )

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from pingpong_lab.engines.cluster import wait_gone
+from pingpong_lab.engines.cluster import POOL_ENV, POOL_WAIT_S, wait_gone
 from pingpong_lab.engines.pool import EnginePool
 from pingpong_lab.grader.preprocessors import engine_sizes
 
@@ -114,3 +114,17 @@ def test_the_engine_sizes_of_a_notebook_are_read_from_its_code():
         new_markdown_cell("MPICluster(n=8) in a text cell starts nothing"),
     ]
     assert engine_sizes(cells) == {2, 4}
+
+
+@requires_mpi
+def test_a_pool_in_a_process_that_names_it_starts_its_own_engines_at_once(tmp_path, monkeypatch):
+    """The pool's own engines never borrow from the pool (a process whose environment names the
+    pool, as a notebook runner's does, would otherwise wait for the engines it is starting)."""
+    with EnginePool() as pool:
+        monkeypatch.setenv(POOL_ENV, str(pool.folder))
+        started = time.monotonic()
+        pool.ready([2])
+        pool.wait()
+        assert pool.entry(2).exists() and time.monotonic() - started < POOL_WAIT_S
+        remember_pids(pool.clusters[2].pids)
+        assert _borrow(pool, "use", tmp_path)["borrowed"]

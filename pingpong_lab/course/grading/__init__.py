@@ -41,7 +41,13 @@ from .cbuild import (
     compile_student_c,
     instrument_c,
 )
-from .ctiming import c_median_one_way, c_sweep, check_c_timing, course_c_median_one_way
+from .ctiming import (
+    c_median_one_way,
+    c_sweep,
+    check_c_timing,
+    check_c_timing_against_partner,
+    course_c_median_one_way,
+)
 from .engine_checks import (
     best_of_on_ranks,
     c_pingpong_on_engines,
@@ -110,6 +116,7 @@ __all__ = [
     "check_c_payload",
     "check_c_pingpong",
     "check_c_timing",
+    "check_c_timing_against_partner",
     "check_c_with_ranks",
     "check_pickle_on_ranks",
     "check_pickle_pingpong",

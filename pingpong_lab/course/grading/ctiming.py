@@ -18,6 +18,8 @@ it on the learner's engines (c_timing_on_engines, c_sweep).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import DeadlockError
@@ -139,6 +141,9 @@ def check_timing_calls(calls, ncalls, warmup, reps, rank=0) -> None:
         raise AssertionError(f"reduce after the timed loop, not inside it {where}")
 
 
+_PONG_TAGS: dict[str, int | None] = {}  # instrumented library -> the tag rank 1 replies with
+
+
 def check_c_timing(lib_instrumented, nbytes=64, reps=5, warmup=3) -> bool:
     """The instrumented build on fresh ranks: call order per rank, samples and the result.
 
@@ -147,6 +152,9 @@ def check_c_timing(lib_instrumented, nbytes=64, reps=5, warmup=3) -> bool:
     """
     results = c_timing_on_ranks(lib_instrumented, nbytes, reps, warmup, True)
     raise_for_rc(results)
+    sending = ("Send", "Ssend", "Isend")
+    sends = [tag for kind, _, tag, _ in results[1]["calls"] if TIMING_KINDS.get(kind) in sending]
+    _PONG_TAGS[str(lib_instrumented)] = sends[0] if sends else None
     for res in results[:2]:
         check_timing_calls(res["calls"], res["ncalls"], warmup, reps, res["rank"])
     for res in results[:2]:
@@ -182,6 +190,64 @@ def c_median_one_way(lib, nbytes=8, reps=500, warmup=50, timeout=MPIEXEC_TIMEOUT
             f"{FUNCTION} left its samples empty or not positive: {per_trip[:5].tolist()} ..."
         )
     return float(np.nanmedian(per_trip))
+
+
+def check_c_timing_against_partner(
+    path="timing.c", nbytes=8, reps=500, warmup=50, low=2 / 3, high=1.5, name="timing",
+    timeout=MPIEXEC_TIMEOUT_S,
+) -> bool:  # fmt: skip
+    """The learner's time_pingpong_c on rank 0, timed against a rank of the course's own on rank
+    1 (on_ranks.c_timing_partner): the median of its samples is within [low, high] x what the
+    course's rank saw in the same run, half the time between two of its messages arriving.
+
+    Both are read in the same round trips, so a busy machine moves them together; the course's
+    rank never loads the learner's library and signs its report (engine_checks.partner_key)."""
+    from .cbuild import compile_student_c
+    from .engine_checks import NO_SINGLE_COPY, partner_key, verified
+
+    lib = compile_student_c(path, name=name)
+    pong = _PONG_TAGS.get(compile_student_c(path, name=name, instrument=True))
+    with partner_key() as (key, key_path):
+        try:
+            ((mine, theirs),) = on_fresh_ranks(
+                on_ranks.c_timing_partner,
+                [[str(lib), int(nbytes), int(reps), int(warmup), pong, key_path]],
+                timeout=timeout,
+                env=NO_SINGLE_COPY,
+            )
+        except Unfinished:
+            raise DeadlockError(
+                f"{FUNCTION} ({reps} round trips of {nbytes} B with the course's own rank 1) did "
+                f"not finish within {timeout:g} s: a rank is waiting for a message that never "
+                "comes, or at an MPI_Barrier the other never reaches (the course's rank echoes "
+                f"{warmup} warm-up round trips, calls MPI_Barrier, echoes {reps} timed ones, "
+                "then calls MPI_Allreduce)"
+            ) from None
+    report = verified(theirs, key)
+    raise_for_rc([mine])
+    stopped = report["stopped"]
+    if stopped is not None:
+        raise_for_rc([{"rank": 0, "rc": stopped["rc"]}])
+    arrivals = np.asarray(report["arrivals"], dtype=float)
+    if stopped is not None or arrivals.size < reps:
+        raise AssertionError(
+            f"the course's rank 1 saw {arrivals.size} of the {reps} timed round trips after the "
+            f"Barrier ({warmup} untimed ones first, then MPI_Barrier, then the timed ones)"
+        )
+    observed = float(np.median(np.diff(arrivals))) / 2
+    samples = np.asarray(mine["samples"], dtype=float)
+    yours = float(np.nanmedian(samples)) if np.isfinite(samples).any() else math.nan
+    if not yours > 0:
+        raise AssertionError(f"{FUNCTION} left its samples empty or not positive")
+    ratio = yours / observed
+    if not low <= ratio <= high:
+        raise AssertionError(
+            f"the median of your samples, {yours * 1e6:.3g} us, is {ratio:.2f}x the one-way time "
+            f"the course's rank saw in the same run ({observed * 1e6:.3g} us: half the time "
+            f"between two of your messages arriving); expected {low:.2g}x .. {high:.2g}x. "
+            "samples[i] is half of round trip i, read with MPI_Wtime around that round trip"
+        )
+    return True
 
 
 def course_c_median_one_way(nbytes=8, reps=500, timeout=MPIEXEC_TIMEOUT_S) -> float:

@@ -12,6 +12,7 @@ The learner's own cells run the same engine-side functions on the learner's engi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -226,7 +227,19 @@ def wire_tags(path="pingpong.c", name="pingpong", function="pingpong_c") -> tupl
     return _TAGS[graded]
 
 
-def _verified(result: dict, key: bytes) -> dict:
+@contextlib.contextmanager
+def partner_key():
+    """(a fresh secret key, the path of a file that holds it) for one job's partner rank, which
+    reads and removes the file before any learner's code is loaded; the folder goes after."""
+    key = secrets.token_bytes(32)
+    with tempfile.TemporaryDirectory(prefix="pp-partner-") as tmp:
+        path = Path(tmp) / "key"
+        path.touch(mode=0o600)
+        path.write_bytes(key)
+        yield key, str(path)
+
+
+def verified(result: dict, key: bytes) -> dict:
     text = json.dumps(result.get("report"), sort_keys=True)
     mac = hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
     if not isinstance(result.get("mac"), str) or not hmac.compare_digest(mac, result["mac"]):
@@ -242,18 +255,14 @@ def partner_reports(lib, sizes, iters, function, partner, ping_tag, pong_tag, nr
     """The learner's C ping-pong on every rank but `partner`, the course's own rank, at each
     size on one fresh job: [(nbytes, the partner's verified report)] (see
     on_ranks.c_pingpong_partner). A secret key, given only to the partner, signs its report."""
-    key = secrets.token_bytes(32)
-    with tempfile.TemporaryDirectory(prefix="pp-partner-") as tmp:
-        key_path = Path(tmp) / "key"
-        key_path.touch(mode=0o600)
-        key_path.write_bytes(key)
+    with partner_key() as (key, key_path):
         runs = _sized_runs(
             on_ranks.c_pingpong_partner, sizes, [], f"{function}'s ping-pong", timeout, nranks,
             before=[str(lib), function],
-            after=[int(iters), int(partner), ping_tag, pong_tag, str(key_path)],
+            after=[int(iters), int(partner), ping_tag, pong_tag, key_path],
             decided_by=partner, env=NO_SINGLE_COPY,
         )  # fmt: skip
-    return [(nbytes, _verified(result, key)) for nbytes, result in runs]
+    return [(nbytes, verified(result, key)) for nbytes, result in runs]
 
 
 def _judge_partner(report: dict, function: str) -> None:
