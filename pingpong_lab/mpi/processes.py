@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 
 def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
@@ -25,6 +26,37 @@ def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
+
+
+def end_stragglers(pgid: int, grace_s: float = 2.0) -> None:
+    """End what is left of process group `pgid` once its leader has exited (an MPI rank still
+    tearing down after mpiexec returned, say), and wait until none of it is alive."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace_s
+        while _group_alive(pgid):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        else:
+            return
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (zombies waiting to be reaped by
+    their new parent do not count: they run nothing)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
 
 
 def run_group(cmd, timeout: float, env=None, cwd=None, on_line=None) -> subprocess.CompletedProcess:
@@ -71,6 +103,7 @@ def run_group(cmd, timeout: float, env=None, cwd=None, on_line=None) -> subproce
         timer.cancel()
         if proc.poll() is None:
             kill_group(proc)
+        end_stragglers(proc.pid)
         reader.join(timeout=5)
         proc.stdout.close()
         if not reader.is_alive():  # else something outside the group still holds stderr

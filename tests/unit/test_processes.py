@@ -12,15 +12,17 @@ from pingpong_lab.mpi.processes import run_group
 
 
 def _gone(pid: int, timeout: float = 5.0) -> bool:
+    """Whether `pid` no longer runs, looking at least once and for up to `timeout` s."""
     end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    while True:
         try:
             if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
                 return True
         except psutil.NoSuchProcess:
             return True
+        if time.monotonic() >= end:
+            return False
         time.sleep(0.05)
-    return False
 
 
 def test_output_and_exit_status_are_captured():
@@ -70,3 +72,11 @@ def test_an_exception_in_on_line_ends_the_group_and_propagates(error):
     with pytest.raises(error):
         run_group(["sh", "-c", "sleep 60 & echo $!; sleep 60"], timeout=30, on_line=on_line)
     assert _gone(pids[0])
+
+
+def test_what_outlives_the_command_in_its_group_is_ended_before_run_group_returns():
+    """A rank still tearing down when mpiexec has exited is ended too, and run_group returns
+    only when it no longer runs (no waiting here: `_gone` is given no time)."""
+    proc = run_group(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!; exit 0"], timeout=30)
+    assert proc.returncode == 0
+    assert _gone(int(proc.stdout), timeout=0), "the command's child outlived it"
