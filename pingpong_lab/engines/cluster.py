@@ -51,9 +51,10 @@ from .watchdog import alive, end_processes
 DEFAULT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 90.0
 # the controller registers an engine at its first heartbeat: ipyparallel's 3 s period made a
-# start take 6.6 s here, 0.5 s takes 2.5 s; 30 missed beats (15 s) before an engine counts as
-# dead keeps the old tolerance of busy, oversubscribed engines (10 x 3 s) about the same
-HEARTBEAT_ARGS = ["--HeartMonitor.period=500", "--HeartMonitor.max_heartmonitor_misses=30"]
+# start take 6.6 s here, 0.5 s took 2.1 s and 0.1 s takes 1.6 s (median of 4 starts of 2
+# engines); 150 missed beats (15 s) before an engine counts as dead keeps the old tolerance of
+# busy, oversubscribed engines (10 x 3 s) about the same
+HEARTBEAT_ARGS = ["--HeartMonitor.period=100", "--HeartMonitor.max_heartmonitor_misses=150"]
 # no nanny process beside each engine: it only relays signals (this module ends engines by PID
 # and watches them itself) and took 2 s to exit on SIGTERM
 NO_NANNY = ["--IPEngine.enable_nanny=False"]

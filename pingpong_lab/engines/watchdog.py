@@ -31,23 +31,45 @@ def alive(pid: int) -> bool:
 
 
 def end_processes(pids, grace_s: float = GRACE_S) -> None:
+    """SIGTERM each of pids, then SIGKILL what still runs after grace_s (0: SIGKILL at once)."""
     procs = []
     for pid in pids:
         try:
             procs.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             pass
+    if grace_s > 0:
+        for p in procs:
+            try:
+                p.terminate()
+            except psutil.NoSuchProcess:
+                pass
+        procs = wait_ended(procs, grace_s)
     for p in procs:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for p in alive:
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
+    wait_ended(procs, GRACE_S)
+
+
+def wait_ended(procs: list, timeout: float) -> list:
+    """Wait up to timeout s until none of procs runs; those still running. A zombie has ended:
+    whoever adopted it reaps it when it will (psutil's own wait would wait for that, and a
+    zombie adopted by an init that reaps late took the whole grace period each time)."""
+    until = time.monotonic() + timeout
+    while True:
+        procs = [p for p in procs if _running(p)]
+        if not procs or time.monotonic() >= until:
+            return procs
+        time.sleep(0.01)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def main(argv=None) -> int:

@@ -26,6 +26,7 @@ from traitlets import Bool, Dict, Integer, List, Unicode
 from .. import runtime
 from ..course.cells import is_c_cell, is_locked, is_test
 from ..engines.pool import EnginePool
+from ..engines.watchdog import wait_ended
 from .audit import KERNEL_ARGS, audit_notebook, unreadable
 from .judge_kernel import JudgeError, JudgeKernel, learner_reply, names_read
 from .sandbox import NOT_DUMPABLE_LINE, REPO, can_confine, confine_prefix
@@ -317,19 +318,7 @@ def end_process_tree(process, pgid: int | None, wait_s: float = 3.0) -> None:
             proc.kill()
         except psutil.Error:
             pass
-    # until each has ended (a zombie has: whoever adopted it reaps it, or not, when it will)
-    until = monotonic() + wait_s
-    while procs and monotonic() < until:
-        procs = [p for p in procs if _running(p)]
-        if procs:
-            psutil.wait_procs(procs, timeout=0.1)
-
-
-def _running(proc: psutil.Process) -> bool:
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    wait_ended(procs, wait_s)  # a zombie has ended: whoever adopted it reaps it when it will
 
 
 class KernelStuck(Exception):
