@@ -122,6 +122,15 @@ def own_tools_on_path() -> None:
         os.environ["PATH"] = os.pathsep.join([folder, *[p for p in parts if p]])
 
 
+def without_iri_grammars() -> None:
+    """Let this process import nbformat without rfc3987_syntax, which builds about 40 parsers
+    when imported (0.8 s of CPU here, in each grading process): jsonschema then checks no
+    "iri" format, a format that no notebook schema uses. Call it before nbformat is imported."""
+    import sys
+
+    sys.modules.setdefault("rfc3987_syntax", None)  # `import rfc3987_syntax` raises ImportError
+
+
 def not_dumpable() -> None:
     """Make this process non-dumpable: a process of the same user without capabilities (a
     program a learner's code started) can then neither trace it nor read its memory or the

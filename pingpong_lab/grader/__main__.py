@@ -83,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     runtime.own_tools_on_path()  # nbgrader runs alembic by name, venv activated or not
+    runtime.without_iri_grammars()
     top = parser()
     args = top.parse_args(argv)
     if args.command == "validate":

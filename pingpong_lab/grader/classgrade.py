@@ -263,4 +263,5 @@ def report(outcomes: list[Outcome], wall_s: float, out=sys.stdout) -> None:
 
 if __name__ == "__main__":  # one student, inside its sandbox (see grade_one)
     runtime.own_tools_on_path()
+    runtime.without_iri_grammars()
     sys.exit(grade_student(Path(sys.argv[1]).resolve(), sys.argv[2]))

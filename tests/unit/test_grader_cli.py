@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from pingpong_lab.grader.__main__ import COMMANDS, main, parser
@@ -40,3 +43,23 @@ def test_the_array_count_is_the_number_of_students(tmp_path, capsys):
     course = make_course(tmp_path)
     assert main(["array-count", "--course", str(course)]) == 0
     assert capsys.readouterr().out.strip() == "3"
+
+
+def test_a_grading_process_validates_notebooks_without_building_iri_parsers():
+    """without_iri_grammars: nbformat still validates (a broken notebook is refused), and the
+    parsers that jsonschema's optional IRI check would build are never imported."""
+    script = (
+        "import sys\n"
+        "from pingpong_lab import runtime\n"
+        "runtime.without_iri_grammars()\n"
+        "import nbformat\n"
+        "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')])\n"
+        "nbformat.validate(nb)\n"
+        "nb.cells[0]['execution_count'] = 'one'\n"
+        "try:\n"
+        "    nbformat.validate(nb)\n"
+        "except nbformat.ValidationError:\n"
+        "    print('refused', 'lark' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.stdout.strip() == "refused False", out.stderr
