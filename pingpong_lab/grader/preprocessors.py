@@ -21,7 +21,7 @@ from jupyter_client.utils import ensure_async, run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor, SaveAutoGrades
-from traitlets import Bool, Dict, Integer, List, Unicode
+from traitlets import Bool, Dict, DottedObjectName, Integer, List, Type, Unicode
 
 from .. import runtime
 from ..course.cells import is_c_cell, is_locked, is_test
@@ -29,6 +29,7 @@ from ..engines.pool import EnginePool
 from ..engines.watchdog import wait_ended
 from .audit import KERNEL_ARGS, audit_notebook, unreadable
 from .judge_kernel import JudgeError, JudgeKernel, learner_reply, names_read
+from .kernel_client import ReadyClient
 from .sandbox import NOT_DUMPABLE_LINE, REPO, can_confine, confine_prefix
 
 GRADING_VAR = "PINGPONG_LAB_GRADING"
@@ -364,6 +365,9 @@ class MemoryLimitedKernelManager(AsyncKernelManager):
     and the student's autograded/ folder), so that a learner's code cannot write the gradebook
     that nbgrader records its scores in.
     """
+
+    client_class = DottedObjectName("pingpong_lab.grader.kernel_client.ReadyClient")
+    client_factory = Type(klass=ReadyClient)
 
     memory_limit_mb = Integer(
         4096, help="Private memory each kernel process may allocate, in MiB (0: no limit)"
