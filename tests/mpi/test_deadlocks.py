@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from pingpong_lab.course import deadlocks
@@ -46,3 +49,21 @@ def test_a_short_receive_buffer_is_an_mpi_error_not_a_hang():
 def test_bad_arguments_are_refused_with_a_reason(args, message):
     with pytest.raises(ValueError, match=message):
         deadlocks.run(*args)
+
+
+def test_the_ranks_wait_quietly_and_a_control_arms_settings_still_reach_them(monkeypatch):
+    """Every experiment job runs with WAIT_QUIETLY (a deadlocked rank sleeps between polls),
+    beside the settings a caller passes (an eager-limit control arm's); the verdicts above are
+    the ones reached with it."""
+    seen = []
+
+    def fake_run_group(cmd, timeout, env=None, **kw):
+        seen.append(env)
+        raise subprocess.TimeoutExpired(cmd, timeout)
+
+    monkeypatch.setattr(deadlocks, "run_group", fake_run_group)
+    for env in (None, {"PATH": os.environ["PATH"], "MPIR_CVAR_CH4_SHM_POSIX_EAGER_MAX": "4096"}):
+        with pytest.raises(RuntimeError, match="passed its deadline"):
+            deadlocks.run("head-to-head", env=env)
+    assert all(e["MPIR_CVAR_ENABLE_HEAVY_YIELD"] == "1" for e in seen)
+    assert seen[1]["MPIR_CVAR_CH4_SHM_POSIX_EAGER_MAX"] == "4096"
