@@ -297,9 +297,10 @@ def time_class_grading(course: Path, count: int, jobs: list[int], names=("01_pin
 
     The throughput of `make autograde JOBS=N` (benchmark, not test): a scratch course copy,
     `count` students who each submit the solution notebooks, graded once per entry of `jobs`.
-    Returns {"count", "notebook", "seconds": {jobs: s}, "scores_ok": bool, "survivors": [...]}:
-    scores_ok when every student has every autograded point, survivors the processes still
-    running in the scratch course after each run (none expected).
+    Returns {"count", "notebook", "seconds": {jobs: s}, "scores_ok": bool, "short": [...],
+    "survivors": [...]}: scores_ok when every student has every autograded point, short a line
+    per student and notebook that has not (and why), survivors the processes still running in
+    the scratch course after each run (none expected).
     """
     course = Path(course).resolve()
     names = list(names or assignments(course))
@@ -322,11 +323,14 @@ def time_class_grading(course: Path, count: int, jobs: list[int], names=("01_pin
             start = time.perf_counter()
             outcomes = classgrade.grade_class(work, students, n)
             out["seconds"][n] = time.perf_counter() - start
-            right = all(
-                o.status == "ok" and all(o.scores.get(a, (None,))[0] == full[a] for a in names)
+            short = [
+                f"{o.student} {a}: {o.scores.get(a, (None,))[0]} of {full[a]} ({o.status})"
                 for o in outcomes
-            )
-            out["scores_ok"] = out["scores_ok"] and right
+                for a in names
+                if o.status != "ok" or o.scores.get(a, (None,))[0] != full[a]
+            ]
+            out["short"] = out.get("short", []) + short  # who lost points where, if anyone did
+            out["scores_ok"] = out["scores_ok"] and not short
             out["survivors"] += processes_under(Path(tmp))
     return out
 

@@ -285,8 +285,9 @@ def grading_rows(table: Table, s: Settings, raw: dict) -> None:
         f"JOBS={cores}",
         per_min[cores],
         "1/min",
-        note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}; "
-        f"processes left: {len(graded['survivors'])}",
+        note=f"{graded['count']} submissions; all full marks: {graded['scores_ok']}"
+        + "".join(f"; {line}" for line in graded.get("short", [])[:3])
+        + f"; processes left: {len(graded['survivors'])}",
     )
 
 
