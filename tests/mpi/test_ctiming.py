@@ -110,7 +110,8 @@ def test_the_solution_agrees_with_what_the_course_rank_saw(build_here, monkeypat
 @pytest.mark.parametrize(
     ("old", "new", "says"),
     [
-        (*SLIPS["no half round trip"], r"is 2\.\d\dx the one-way time"),
+        # twice the one-way time, give or take the noise of one run
+        (*SLIPS["no half round trip"], r"is (1\.[89]\d|2\.[0-4]\d)x the one-way time"),
         ("    MPI_Barrier(comm);\n", "", "the other never reaches"),  # the course's Barrier
     ],
     ids=["no half round trip", "no Barrier"],
