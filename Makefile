@@ -171,18 +171,17 @@ report: setup
 bench: setup bench-peers
 	$(PY) -m pingpong_lab bench --np $(NP) --out bench-results
 
-# NetPIPE (Debian's MPI and TCP builds) and Debian's MPICH headers, to compare our C kernel with
-# NetPIPE on the same MPI. Only `make bench` needs them; without root or apt-get the bench's
-# netpipe rows say "not measured" and why.
-NETPIPE_PKGS = netpipe-tcp netpipe-mpich2 libmpich-dev
+# Debian's MPICH (launcher and compiler wrapper), to run the same C kernel on a second MPICH
+# build beside the PyPI wheel's. Only `make bench` needs it; without root or apt-get the bench's
+# mpi-build rows say "not measured" and why.
+DEBIAN_MPICH_PKGS = mpich libmpich-dev
 bench-peers:
-	@if command -v NPtcp >/dev/null && command -v NPmpich2 >/dev/null \
-	    && command -v mpicc.mpich >/dev/null; then :; \
+	@if command -v mpiexec.mpich >/dev/null && command -v mpicc.mpich >/dev/null; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      --no-install-recommends $(NETPIPE_PKGS) >/dev/null; } \
-	  || echo "NetPIPE could not be installed: the bench reports it as not measured"; \
-	else echo "NetPIPE not installed (needs root: apt-get install $(NETPIPE_PKGS))"; fi
+	      --no-install-recommends $(DEBIAN_MPICH_PKGS) >/dev/null; } \
+	  || echo "Debian's MPICH could not be installed: the bench reports it as not measured"; \
+	else echo "Debian's MPICH not installed (needs root: apt-get install $(DEBIAN_MPICH_PKGS))"; fi
 
 # iproute2 (ip, tc) for `pingpong-lab sweep --link` (root: network namespaces, veth, tbf).
 link-tools:

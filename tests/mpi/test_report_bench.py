@@ -209,9 +209,9 @@ def test_bench_quick_table_and_ratios(tmp_path, c_library):
 
     assert rows and list(rows[0]) == list(bench.COLUMNS)
     groups = {r["group"] for r in rows}
-    expected = {"launcher", "osu-method", "mpi4py.bench", "hw-floor", "netpipe", "course-cost"}
+    expected = {"launcher", "osu-method", "mpi4py.bench", "hw-floor", "mpi-build", "course-cost"}
     assert expected <= groups
-    for r in (r for r in rows if r["group"] == "netpipe"):  # measured, or says why not
+    for r in (r for r in rows if r["group"] == "mpi-build"):  # measured, or says why not
         assert r["note"].startswith("not measured") or float(r["ratio"]) > 0, r
     launcher = [r for r in rows if r["group"] == "launcher"]
     assert sorted(int(r["nbytes"]) for r in launcher) == sorted(bench.LAUNCH_SIZES)
@@ -229,13 +229,11 @@ def test_bench_quick_table_and_ratios(tmp_path, c_library):
     assert "launcher" in proc.stdout  # the printed table
 
 
-def test_netpipe_output_parses_and_missing_tools_are_named():
-    from pingpong_lab.apps import netpipe
+def test_a_missing_debian_mpich_is_named():
+    from pingpong_lab.apps.bench import oneoffs
 
-    text = "       8 308.13   0.00000020\n   65536 38783.3   0.00001289\njunk line\n"
-    assert netpipe.parse_output(text) == {8: 2.0e-7, 65536: 1.289e-5}
-    why = netpipe.missing("tcp")
-    assert why == "" or "NPtcp" in why
+    why = oneoffs.debian_mpich_missing()
+    assert why == "" or ("not installed" in why and "libmpich-dev" in why)
 
 
 def test_hw_floor_output_parses(c_library):

@@ -37,7 +37,7 @@ ROWS = [
         unit="B/s",
         ratio=0.5,
     ),
-    _row(group="netpipe", metric="NPtcp", note="not measured: NPtcp missing", ratio=math.nan),
+    _row(group="mpi-build", metric="builds", note="not measured: mpich missing", ratio=math.nan),
 ]
 
 
@@ -47,7 +47,7 @@ def test_markdown_table_formats_each_cell_with_its_unit():
     assert "| launcher | C blocking one-way median | 64 KiB | mpiexec: 2.5 µs |" in md
     assert "| engines: 2.6 µs | 1.040 | " in md
     assert "| 1 MiB | memcpy: 8 GiB/s | MPI: 4 GiB/s | 0.500 |" in md
-    assert "| netpipe | NPtcp |  |  |  | - |" in md
+    assert "| mpi-build | builds |  |  |  | - |" in md
 
 
 def test_printed_table_lines_up_and_names_what_was_not_measured(capsys):
@@ -55,7 +55,7 @@ def test_printed_table_lines_up_and_names_what_was_not_measured(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("group") and lines[2].startswith("launcher")
     assert lines[2].index("1.040") == lines[1].index("B/A") - 2
-    assert lines[4].rstrip().endswith("(not measured: NPtcp missing)")
+    assert lines[4].rstrip().endswith("(not measured: mpich missing)")
     assert "       -" in lines[4]
 
 
@@ -78,10 +78,11 @@ def _raw_rounds(rounds: int, sizes) -> dict:
     return {
         "rounds": [one(k) for k in range(rounds)],
         "cluster_start_s": 3.0,
-        "netpipe": {
+        "mpi_builds": {
             "max_bytes": 64 * 1024,
-            "mpi": {"netpipe": {8: 1e-6}, "mpi_version": "4.2", "ours": {8: {"avg_s": 2e-6}}},
-            "tcp": {"missing": "NPtcp not installed"},
+            "debian_version": "4.2",
+            "debian": [{8: {"median_s": 1e-6}, 65536: {"median_s": 8e-6}}] * 3,
+            "pypi": [{8: {"median_s": 2e-6}, 65536: {"median_s": 8e-6}}] * 3,
         },
         "full_sweep_s": 10.0,
         "full_sweep_range": [1, 65536],
@@ -103,10 +104,13 @@ def test_ratios_make_one_row_per_comparison_and_say_what_was_not_measured(tmp_pa
         "vs mpi4py.bench on written buffers"
     ) == len(s.py_sizes)
     assert by_group["hw-floor"][0]["note"].startswith("not measured")  # no "floor" in the rounds
-    netpipe = by_group["netpipe"]
-    assert [r["nbytes"] for r in netpipe if r["b_label"] == "our C kernel, same MPI"] == [8, 65536]
-    assert math.isclose(netpipe[0]["ratio"], 2.0)
-    assert netpipe[-1]["note"] == "not measured: NPtcp not installed"
+    builds = by_group["mpi-build"]  # the same kernel and arguments on two MPICH builds
+    assert [r["nbytes"] for r in builds] == [8, 65536]
+    assert [r["ratio"] for r in builds] == [2.0, 1.0]
+    assert builds[0]["a_label"] == "Debian MPICH 4.2" and "3 runs each" in builds[0]["note"]
+    raw = _raw_rounds(3, s.py_sizes) | {"mpi_builds": {"missing": "mpicc.mpich not installed"}}
+    (row,) = [r for r in ratios.build_table(s, raw, "").rows if r["group"] == "mpi-build"]
+    assert row["note"] == "not measured: mpicc.mpich not installed"
     costs = by_group["course-cost"]
     assert costs[0]["b_value"] == 3.0 and costs[1]["note"] == "a note"
     assert costs[-1]["note"].startswith("not measured: skipped with --quick")

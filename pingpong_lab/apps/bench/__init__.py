@@ -16,9 +16,8 @@ round slows both sides and drift cancels). Comparisons:
   iteration counts, same statistic: mean of rank 0's half round trips; target: within 10 %),
   as shipped and with its numpy.empty() buffers written once (the fair peer: unwritten pages
   all map the kernel's zero page, which flatters large messages);
-- NetPIPE (Debian's builds, installed by `make bench` when it can): NPmpich2 vs our C kernel
-  built with the same Debian MPICH, the same C kernel on both MPICH builds, and NPtcp vs our
-  C kernel over TCP loopback;
+- MPI build: the same C kernel with the same arguments on Debian's MPICH (installed by
+  `make bench` when it can) and on the PyPI wheel's, run in turn (what the build alone changes);
 - hardware floor (kernels_c/build/hw_floor, no MPI): MPI latency / cache-line ping-pong between
   two pinned processes, MPI bandwidth / single-core memcpy bandwidth;
 - course costs: engine start time, a full 1 B..64 MiB C sweep at the default precision.
@@ -27,7 +26,7 @@ Writes OUT/bench.csv, OUT/bench.md and OUT/bench.json (provenance), prints the t
 no process behind (engines and mpiexec jobs are stopped, also on errors and Ctrl-C).
 
 The pipeline, like `pingpong-lab report`'s: `rounds` (the interleaved rounds) and `oneoffs`
-(NetPIPE, a full sweep, the course's costs) measure into one raw dict, `ratios` turns it into
+(the second MPICH build, a full sweep, the course's costs) measure into one raw dict, `ratios` turns it into
 the rows of a `table.Table`, and `write_bench` writes the three files.
 """
 
@@ -59,7 +58,7 @@ def measure(s: Settings) -> tuple[dict, dict]:
     """Everything the bench measures, in order: (raw measurements, MPI provenance)."""
     raw: dict = {"rounds": []}
     provenance = rounds.interleaved_rounds(s, raw)
-    oneoffs.netpipe_peers(s, raw)
+    oneoffs.mpi_builds(s, raw)
     oneoffs.full_sweep(s, raw)
     oneoffs.course_costs(s, raw)
     return raw, provenance

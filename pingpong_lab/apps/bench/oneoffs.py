@@ -1,9 +1,8 @@
-"""The one-offs: what the bench measures once, after the rounds: NetPIPE as a peer, a full
-sweep and the course's own costs (nbgrader)."""
+"""The one-offs: what the bench measures once, after the rounds: the same C kernel on another
+MPICH build (Debian's), a full sweep and the course's own costs (nbgrader)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 from ...data import results
 from ...mpi import environment
 from ...mpi.ckernels import KERNELS_DIR
-from .. import netpipe
+from ...mpi.processes import run_group
 from .peers import (
     FULL_SWEEP,
     JOB_TIMEOUT_S,
@@ -28,52 +27,61 @@ from .settings import Settings, log, run_checked
 FULL_SWEEP_CSV = "full_sweep_c_blocking.csv"
 
 
+DEBIAN_MPIEXEC = "mpiexec.mpich"  # Debian's MPICH launcher and compiler wrapper
+DEBIAN_MPICC = "mpicc.mpich"
+DEBIAN_PACKAGES = "mpich, libmpich-dev"
+BUILD_RUNS = 3  # each build runs this often, alternately
+
+
+def debian_mpich_missing() -> str:
+    """Why Debian's MPICH cannot run here, or "" when it can."""
+    absent = [t for t in (DEBIAN_MPIEXEC, DEBIAN_MPICC) if shutil.which(t) is None]
+    return f"{', '.join(absent)} not installed (Debian: {DEBIAN_PACKAGES})" if absent else ""
+
+
+def debian_mpich_version() -> str:
+    """The version of Debian's MPICH library, or "" when unknown."""
+    try:
+        proc = run_group(["dpkg-query", "-W", "-f", "${Version}", "libmpich12"], timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def debian_pp_blocking(out: Path) -> Path:
-    """pp_blocking compiled with Debian's mpicc (the MPI that NetPIPE's build uses)."""
+    """pp_blocking compiled with Debian's mpicc."""
     build = (out / "build-debian-mpich").resolve()
-    mpicc = shutil.which(netpipe.DEBIAN_MPICC)
-    if mpicc is None:
-        raise RuntimeError(f"{netpipe.DEBIAN_MPICC} not installed (Debian: libmpich-dev)")
     target = build / "pp_blocking"
+    mpicc = shutil.which(DEBIAN_MPICC)
     run_checked(["make", "-s", "-C", str(KERNELS_DIR), f"MPICC={mpicc}", f"BUILD={build}", target])
     return target
 
 
-def _netpipe_vs_ours(s: Settings, kind: str, hi: int) -> dict:
-    """NetPIPE up to `hi` bytes, then our C kernel on the same MPI ("mpi") or over TCP."""
-    from ...mpi.settings import TRANSPORTS
-
-    peer = netpipe.run_mpi if kind == "mpi" else netpipe.run_tcp
-    got = {"netpipe": peer(hi, s.out / f"netpipe_{kind}.out")}
-    if kind == "mpi":  # our C kernel built against the same (Debian's) MPICH
-        exe = debian_pp_blocking(s.out)
-        cmd = [shutil.which(netpipe.DEBIAN_MPIEXEC), "-n", "2", str(exe)]
-        got["mpi_version"] = netpipe.debian_mpich_version()
-        env = None
-    else:  # our C kernel over TCP loopback, the pip MPICH forced off shared memory
-        cmd = [environment.mpiexec(), "-n", "2", str(PP_BLOCKING)]
-        env = {**os.environ, **TRANSPORTS["tcp"]}
-    cmd += ["-m", f"8:{hi}", "-i", "200" if s.quick else "1000", "-x", "50"]
-    got["ours"] = parse_pp_table(run_checked(cmd, env=env).stdout)
-    return got
-
-
-def netpipe_peers(s: Settings, raw: dict) -> None:
-    """NetPIPE (Debian's builds) as peers, once: MPI vs our C kernel on the same MPI, TCP
-    vs our C kernel over TCP. Missing tools leave a reason instead of numbers."""
+def mpi_builds(s: Settings, raw: dict) -> None:
+    """The same C kernel with the same arguments on Debian's MPICH and on the PyPI wheel's, run
+    alternately BUILD_RUNS times each: what the MPI build alone changes. Without Debian's MPICH
+    the record says why."""
     hi = 64 * KIB if s.quick else LAUNCH_SIZES[-1]
     rec: dict = {"max_bytes": hi}
-    raw["netpipe"] = rec
-    for kind in ("mpi", "tcp"):
-        why = netpipe.missing(kind)
-        if why:
-            rec[kind] = {"missing": why}
-            continue
-        log(f"NetPIPE {kind} (Debian's build) up to {hi} B")
-        try:
-            rec[kind] = _netpipe_vs_ours(s, kind, hi)
-        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-            rec[kind] = {"missing": f"failed: {exc}"}
+    raw["mpi_builds"] = rec
+    why = debian_mpich_missing()
+    if why:
+        rec["missing"] = why
+        return
+    log(f"the C kernel on Debian's MPICH and on the PyPI wheel's, up to {hi} B")
+    args = ["-m", f"8:{hi}", "-i", "200" if s.quick else "1000", "-x", "50"]
+    try:
+        builds = {
+            "debian": [shutil.which(DEBIAN_MPIEXEC), "-n", "2", str(debian_pp_blocking(s.out))],
+            "pypi": [environment.mpiexec(), "-n", "2", str(PP_BLOCKING)],
+        }
+        for _ in range(BUILD_RUNS):
+            for name, cmd in builds.items():
+                rec.setdefault(name, []).append(parse_pp_table(run_checked(cmd + args).stdout))
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        raw["mpi_builds"] = {"max_bytes": hi, "missing": f"failed: {exc}"}
+        return
+    rec["debian_version"] = debian_mpich_version()
 
 
 def full_sweep(s: Settings, raw: dict) -> None:

@@ -169,58 +169,29 @@ def floor_rows(table: Table, s: Settings, raw: dict) -> None:
         )
 
 
-_NETPIPE_LABELS = {
-    "mpi": ("C kernel vs NetPIPE, same MPI", "NPmpich2", "our C kernel, same MPI"),
-    "tcp": ("C kernel over TCP vs NetPIPE TCP", "NPtcp (no MPI)", "our C kernel, MPI TCP"),
-}
+MPI_BUILDS = "the same C kernel: PyPI wheel's MPICH vs Debian's MPICH"
 
 
-def _netpipe_kind_rows(table: Table, kind: str, got: dict, max_bytes: int) -> None:
-    """NetPIPE's best vs our mean at each size NetPIPE reached."""
-    metric, a_label, b_label = _NETPIPE_LABELS[kind]
-    version = got.get("mpi_version", "")
-    which = f"Debian MPICH {version}" if kind == "mpi" else "pip MPICH over TCP"
-    for n in (n for n in LAUNCH_SIZES if n <= max_bytes):
+def mpi_build_rows(table: Table, s: Settings, raw: dict) -> None:
+    """pp_blocking's medians on two MPICH builds, same arguments, runs paired in order."""
+    rec = raw.get("mpi_builds", {"missing": "not run"})
+    if "missing" in rec:
+        table.not_measured("mpi-build", MPI_BUILDS, rec["missing"])
+        return
+    for n in (n for n in LAUNCH_SIZES if n <= rec["max_bytes"]):
+        pairs = [(d[n]["median_s"], p[n]["median_s"]) for d, p in zip(rec["debian"], rec["pypi"])]
         table.row(
-            "netpipe",
-            metric,
+            "mpi-build",
+            MPI_BUILDS,
             n,
-            a_label,
-            got["netpipe"].get(n, math.nan),
-            b_label,
-            got["ours"].get(n, {}).get("avg_s", math.nan),
+            f"Debian MPICH {rec.get('debian_version', '')}".strip(),
+            median(a for a, _ in pairs),
+            "PyPI wheel MPICH",
+            median(b for _, b in pairs),
             "s",
-            note=f"{which}; NetPIPE: best of its trials, ours: mean",
+            note=f"pp_blocking one-way medians, same arguments, {len(pairs)} runs each in turn",
+            paired=pairs,
         )
-
-
-def _mpi_build_rows(table: Table, raw: dict, got: dict, max_bytes: int) -> None:
-    """What the MPI build alone changes: the same C kernel on Debian's and the pip MPICH."""
-    for n in (n for n in LAUNCH_SIZES if n <= max_bytes):
-        table.row(
-            "netpipe",
-            "same C kernel: pip MPICH vs Debian MPICH",
-            n,
-            f"Debian MPICH {got.get('mpi_version', '')}",
-            got["ours"].get(n, {}).get("avg_s", math.nan),
-            "pip wheel MPICH",
-            _mpiexec_c(raw, n, COL.t_mean_s),
-            "s",
-            note="one-way means; the MPI build, not the kernel, differs",
-        )
-
-
-def netpipe_rows(table: Table, s: Settings, raw: dict) -> None:
-    """NetPIPE vs our C kernel on the same MPI and over TCP; a reason where it did not run."""
-    rec = raw.get("netpipe", {})
-    for kind in _NETPIPE_LABELS:
-        got = rec.get(kind, {"missing": "not run"})
-        if "missing" in got:
-            table.not_measured("netpipe", _NETPIPE_LABELS[kind][0], got["missing"])
-            continue
-        _netpipe_kind_rows(table, kind, got, rec["max_bytes"])
-        if kind == "mpi":
-            _mpi_build_rows(table, raw, got, rec["max_bytes"])
 
 
 def _cost_row(table: Table, group: str, metric: str, what: str, seconds: float, note="") -> None:
@@ -299,7 +270,7 @@ GROUPS = (
     mpi4py_bench_rows,
     overhead_row,
     floor_rows,
-    netpipe_rows,
+    mpi_build_rows,
 )
 
 
