@@ -76,7 +76,7 @@ CORRECTIONS = [
     # the null model of 05 comes with its interval within the run, and says that is all it is
     ("05_contention", "<no such text>", "stats.null_median_interval("),
     # 05's aggregation is modelled with the alpha and beta of the calls the batches make
-    ("05_contention", "<no such text>", 'gain_with_ack(64, 64, agg["alpha_s"], agg["beta_s_per_byte"])'),
+    ("05_contention", "<no such text>", 'agg["alpha_s"], agg["beta_s_per_byte"]'),
     # 02's "flat until" is read against the small sizes' median, not the 1-byte reading alone
     ("02_timing", "t_s > 2 * t_s[0]", "np.median(t_s[nbytes <= 64])"),
     # a run's interval is labelled as that run's

@@ -26,8 +26,8 @@ Writes OUT/bench.csv, OUT/bench.md and OUT/bench.json (provenance), prints the t
 no process behind (engines and mpiexec jobs are stopped, also on errors and Ctrl-C).
 
 The pipeline, like `pingpong-lab report`'s: `rounds` (the interleaved rounds) and `oneoffs`
-(the second MPICH build, a full sweep, the course's costs) measure into one raw dict, `ratios` turns it into
-the rows of a `table.Table`, and `write_bench` writes the three files.
+(the second MPICH build, a full sweep, the course's costs) measure into one raw dict, `ratios`
+turns it into the rows of a `table.Table`, and `write_bench` writes the three files.
 """
 
 from __future__ import annotations
