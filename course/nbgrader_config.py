@@ -138,6 +138,14 @@ from pingpong_lab.grader.preprocessors import (  # noqa: E402
     MemoryLimitedKernelManager,
     autograde_preprocessors,
 )
+from pingpong_lab.grader.feedback_release import ReleaseFeedback  # noqa: E402
+from pingpong_lab.grader.zipcollect import CourseCollector  # noqa: E402
+
+from pingpong_lab import runtime  # noqa: E402
+
+# nbgrader runs `alembic` by name: `.venv/bin/nbgrader ...` works without the environment
+# activated (its bin folder goes first on PATH, for nbgrader and what it starts)
+runtime.own_tools_on_path()
 
 c = get_config()  # noqa: F821 (nbgrader provides get_config)
 
@@ -162,6 +170,14 @@ c.CourseDirectory.ignore = [
     "*.so",
     "*.o",
 ]
+
+# `nbgrader zip_collect NN_topic`: one archive per student (named by the student's id) in
+# downloaded/NN_topic/archive/, with the notebook, its C files and my_results/ (see
+# pingpong_lab/grader/zipcollect.py); every collected student gets a timestamp.txt.
+c.ZipCollectApp.collector_plugin = CourseCollector
+# `nbgrader release_feedback` releases the exchange's students and names the LMS ones (their
+# feedback goes back through the platform) instead of failing at the first of them.
+c.ExchangeFactory.release_feedback = ReleaseFeedback
 
 # The exchange (nbgrader's release/fetch/submit between users) in a writable directory.
 c.Exchange.root = os.environ.get("PINGPONG_LAB_EXCHANGE", os.path.join(HERE, "exchange"))

@@ -431,13 +431,15 @@ class _StudentPool:
         self.pool: EnginePool | None = None
         atexit.register(self.close)
 
-    def ready(self, student, sizes, prefix: list[str]) -> None:
-        """Engines of `sizes` for this student, their mpiexec started through `prefix`; a
-        student unknown (None) shares with no one."""
+    def ready(self, student, sizes, prefix_for) -> None:
+        """Engines of `sizes` for this student, their mpiexec started through the prefix that
+        `prefix_for()` gives once this student's pool exists (the confinement names the pool's
+        own folder); a student unknown (None) shares with no one."""
         if self.pool is None or student is None or student != self.student:
             self.close()
-            self.pool = EnginePool(mpiexec_prefix=prefix)
+            self.pool = EnginePool()
             self.student = student
+            self.pool.mpiexec_prefix = list(prefix_for())
         self.pool.ready(sizes)
 
     @property
@@ -590,7 +592,9 @@ class CrashTolerantExecute(Execute):
         if not self.engine_pool:
             ENGINE_POOL.close()
             return
-        prefix = self._confined(MemoryLimitedKernelManager(parent=self)).command_prefix()
+        def prefix():  # after the switch to this student's pool, whose folder it names
+            return self._confined(MemoryLimitedKernelManager(parent=self)).command_prefix()
+
         started = monotonic()
         ENGINE_POOL.ready(self._student, self._sizes, prefix)
         self.log.info("engines %s ready in %.1f s", sorted(self._sizes), monotonic() - started)

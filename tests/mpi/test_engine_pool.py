@@ -128,3 +128,19 @@ def test_a_pool_in_a_process_that_names_it_starts_its_own_engines_at_once(tmp_pa
         assert pool.entry(2).exists() and time.monotonic() - started < POOL_WAIT_S
         remember_pids(pool.clusters[2].pids)
         assert _borrow(pool, "use", tmp_path)["borrowed"]
+
+
+def test_each_students_engines_are_confined_with_that_students_own_pool():
+    """One grading process, several students (`nbgrader autograde NN`): the confinement of a
+    student's engines names that student's pool folder, not the one closed before it (whose
+    missing folder made every later student's engines fail to start)."""
+    from pingpong_lab.grader.preprocessors import _StudentPool
+
+    students, named = _StudentPool(), []
+    try:
+        for student in ("alice", "bob", "carol"):
+            students.ready(student, [], lambda: named.append(students.pool.folder) or [])
+            assert named[-1] == students.pool.folder and named[-1].is_dir()
+        assert len(set(named)) == 3
+    finally:
+        students.close()
