@@ -132,16 +132,15 @@ from nbgrader.preprocessors import (  # noqa: E402
     SaveCells,
 )
 
+from pingpong_lab import runtime  # noqa: E402
+from pingpong_lab.grader.feedback_release import ReleaseFeedback  # noqa: E402
 from pingpong_lab.grader.preprocessors import (  # noqa: E402
     ClearHiddenTestOutputs,
     ClearSolutionsC,
     MemoryLimitedKernelManager,
     autograde_preprocessors,
 )
-from pingpong_lab.grader.feedback_release import ReleaseFeedback  # noqa: E402
 from pingpong_lab.grader.zipcollect import CourseCollector  # noqa: E402
-
-from pingpong_lab import runtime  # noqa: E402
 
 # nbgrader runs `alembic` by name: `.venv/bin/nbgrader ...` works without the environment
 # activated (its bin folder goes first on PATH, for nbgrader and what it starts)

@@ -592,6 +592,7 @@ class CrashTolerantExecute(Execute):
         if not self.engine_pool:
             ENGINE_POOL.close()
             return
+
         def prefix():  # after the switch to this student's pool, whose folder it names
             return self._confined(MemoryLimitedKernelManager(parent=self)).command_prefix()
 
