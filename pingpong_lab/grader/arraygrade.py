@@ -106,7 +106,7 @@ def merge(course: Path, out=sys.stdout) -> int:
                 outcome.status, outcome.why = "failed", f"merge: {exc}"
         outcomes.append(outcome)
     classgrade.attach_scores(course, outcomes)
-    classgrade.write_summary(course / "class-grading.csv", outcomes, graded)
+    classgrade.write_summary(course / "class-grading.csv", outcomes, graded, course)
     failed = [o for o in outcomes if o.status != "ok"]
     print(
         f"merged {len(outcomes) - len(failed)} of {len(outcomes)} submission(s) into "

@@ -231,7 +231,7 @@ def cmd_autograde(course: Path, jobs: int | None = None) -> int:
     start = time.perf_counter()
     outcomes = classgrade.grade_class(course, students, jobs)
     classgrade.report(outcomes, time.perf_counter() - start)
-    classgrade.write_summary(course / "class-grading.csv", outcomes, graded)
+    classgrade.write_summary(course / "class-grading.csv", outcomes, graded, course)
     print("per-student scores: course/class-grading.csv; feedback in course/feedback/")
     for name, student, score, max_score in gradebook.scores(course):
         print(f"  {name:<16} {student:<20} {score:6.1f} / {max_score:g}")

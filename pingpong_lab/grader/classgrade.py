@@ -226,19 +226,46 @@ def attach_scores(course: Path, outcomes: list[Outcome]) -> None:
             outcome.status, outcome.why = "failed", f"no scores for {', '.join(lost)}"
 
 
-def write_summary(path: Path, outcomes: list[Outcome], assignments: list[str]) -> None:
-    """One row per student: status, seconds, a score per notebook, total and maximum.
+SUMMARY_COLUMNS = ("student", "grading", "seconds", "total", "max_total", "status", "note")
+
+
+def write_summary(
+    path: Path, outcomes: list[Outcome], assignments: list[str], course: Path
+) -> None:
+    """One row per student: how grading went ("grading": ok, failed or timeout, its seconds and
+    note), a score per notebook ("missing" where nothing was submitted), and the student's
+    total, max_total and status as `nbgrader export` gives them from the course gradebook
+    (export.rows: every assignment of the gradebook counts, late penalties included).
 
     Written to a temporary file and renamed, so a reader never sees half a table."""
-    header = ["student", "status", "seconds", *assignments, "total", "max_total", "note"]
+    from nbgrader.api import Gradebook
+
+    from . import export
+
+    students = sorted(o.student for o in outcomes)
+    with Gradebook("sqlite:///" + str(Path(course) / "gradebook.db")) as gb:
+        known = {s.id for s in gb.students}
+        _, table = export.rows(gb, students=[s for s in students if s in known])
+        full = f"{sum(a.max_score for a in gb.assignments):g}"
+    totals = {row["student_id"]: row for row in table}
+    unknown = {"total": "0", "max_total": full, "status": export.FAILED}  # not in the gradebook
+    header = [*SUMMARY_COLUMNS[:3], *assignments, *SUMMARY_COLUMNS[3:]]
     with runtime.atomic_file(path, "w") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         for o in sorted(outcomes, key=lambda o: o.student):
-            got = [o.scores.get(a, ("", ""))[0] for a in assignments]
-            total = sum(s for s, _ in o.scores.values())
-            max_total = sum(m for _, m in o.scores.values())
-            w.writerow([o.student, o.status, f"{o.seconds:.1f}", *got, total, max_total, o.why])
+            got = [
+                o.scores[a][0] if a in o.scores else "" if a in o.assignments else export.MISSING
+                for a in assignments
+            ]
+            mine = totals.get(o.student, unknown)
+            # a submission whose grading failed left no scores: the gradebook (and so nbgrader
+            # export) cannot tell it from one never submitted; this table can
+            status = mine["status"] if o.status == "ok" else export.FAILED
+            w.writerow(
+                [o.student, o.status, f"{o.seconds:.1f}", *got]
+                + [mine["total"], mine["max_total"], status, o.why]
+            )
 
 
 def report_failures(failed: list[Outcome], out=sys.stdout) -> None:

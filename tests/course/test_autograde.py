@@ -298,7 +298,7 @@ def test_the_class_is_graded_in_parallel_into_one_gradebook_and_a_summary(graded
     students = {s for (_, s) in graded["scores"]}
     assert set(rows) == students
     for student, row in rows.items():
-        assert row["status"] == "ok", row
+        assert row["grading"] == "ok", row
         expected = sum(sc for (a, s), (sc, _) in graded["scores"].items() if s == student)
         assert float(row["total"]) == expected
 

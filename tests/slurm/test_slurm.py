@@ -266,7 +266,7 @@ def test_the_class_grading_array_grades_each_student_and_merges_the_gradebooks(
     assert scores["ann"][0] == scores["ann"][1] - _by_hand(course, "01_pingpong") > 0, outputs
     assert scores["bob"][0] < scores["bob"][1], outputs  # the untouched exercise: not
     rows = {r["student"]: r for r in csv.DictReader((course / "class-grading.csv").open())}
-    assert rows["ann"]["status"] == rows["bob"]["status"] == "ok", outputs
+    assert rows["ann"]["grading"] == rows["bob"]["grading"] == "ok", outputs
     assert float(rows["ann"]["total"]) == scores["ann"][0]
     assert float(rows["bob"]["01_pingpong"]) == scores["bob"][0]
     assert sorted(p.name for p in (course / "gradebooks").glob("*.db")) == ["ann.db", "bob.db"]
