@@ -25,6 +25,7 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from .audit import Finding, audit_notebook
@@ -44,11 +45,45 @@ GRADING_VAR = "PINGPONG_LAB_GRADING"
 
 
 class GradingModeKernelManager(MemoryLimitedKernelManager):
-    """The course's kernel manager (memory limit), starting the kernel in grading mode."""
+    """The course's kernel manager (memory limit), starting the kernel in grading mode and in
+    a copy of the notebook's folder (`apart`): what validating writes (its small grading-mode
+    sweeps, C files, results) lands in the copy, removed afterwards, and the learner's own
+    files stay as their notebook left them."""
+
+    _apart: str | None = None
+
+    async def _async_pre_start_kernel(self, **kw):
+        # nbgrader's Validator runs in the notebook's folder (it changes directory to it)
+        folder = Path(kw.get("cwd") or os.getcwd()).resolve()
+        if self._apart is None:
+            self._apart = tempfile.mkdtemp(prefix="pingpong-lab-validate-")
+            apart(folder, Path(self._apart))
+        kw["cwd"] = str(Path(self._apart) / folder.name)  # a restart: the same copy
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self._apart is not None:
+            shutil.rmtree(self._apart, ignore_errors=True)
+            self._apart = None
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         return [shutil.which("env") or "env", f"{GRADING_VAR}=1", *cmd]
+
+
+def apart(folder: Path, scratch: Path) -> Path:
+    """A copy of a notebook's `folder` in `scratch`, with its siblings' my_results/ (what the
+    notebook may read from the notebooks before it); the copy's path."""
+    from ..course.handoff import RESULTS_FOLDER
+
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "*.so", "*.o", "__pycache__")
+    copy = scratch / folder.name
+    shutil.copytree(folder, copy, symlinks=True, ignore=ignore)
+    for results in folder.parent.glob(f"*/{RESULTS_FOLDER}"):
+        if results.parent != folder and results.is_dir():
+            shutil.copytree(results, scratch / results.parent.name / RESULTS_FOLDER, symlinks=True)
+    return copy
 
 
 # Notebooks being validated that have refused lines: their cells, and the indices of the test

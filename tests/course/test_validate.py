@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -133,10 +136,19 @@ def test_validating_a_notebook_with_a_refused_line_reports_it_before_the_tests_a
     for extra in (ROOT / "solutions" / "04_model").iterdir():
         if extra.name != path.name and extra.is_file():
             (tmp_path / extra.name).write_bytes(extra.read_bytes())
+    (tmp_path / "sweep_shm.csv").write_text("the learner's own full-size sweep\n")
+    (tmp_path / "my_results").mkdir()
+    (tmp_path / "my_results" / "04_fit.json").write_text("{}")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    scratch = set(Path(tempfile.gettempdir()).glob("pingpong-lab-validate-*"))
     passed, text = validation.validate(path, _student_lab_config())
     assert not passed, text
     assert f"cell {refused_at}, line 2: `import os`" in text
     assert "GraderChanged: a cell above this test is refused by the course's audit" in text
+    # it ran in a copy: the learner's folder is as it was (04 writes sweeps, linfit.c), and the
+    # copy is gone
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert set(Path(tempfile.gettempdir()).glob("pingpong-lab-validate-*")) == scratch
 
 
 @pytest.mark.nbgrader
@@ -157,3 +169,24 @@ def test_make_validate_fails_the_released_exercise_and_passes_the_solution():
     stub = "not done yet (the code it tests still raises NotImplementedError)"
     assert re.search(rf"\n  test_\w+: {re.escape(stub)}", released), out
     assert f"{NAME}: passed" in solved, out
+
+
+def test_the_documented_headless_run_executes_a_notebook_in_place(tmp_path):
+    """docs/students.md's command for running a notebook without a browser, verbatim but for
+    the notebook (a copy of the cheapest solution, run at full size)."""
+    docs = (ROOT / "docs" / "students.md").read_text()
+    block = next(b for b in docs.split("```bash\n")[1:] if "nbconvert" in b).split("```")[0]
+    argv = shlex.split(block.replace("\\\n", " "))
+    assert argv[0] == ".venv/bin/jupyter" and argv[-1].startswith("exercises/")
+    notebook = tmp_path / SMALLEST / f"{SMALLEST}.ipynb"
+    notebook.parent.mkdir()
+    notebook.write_bytes((ROOT / "solutions" / SMALLEST / f"{SMALLEST}.ipynb").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k != "PINGPONG_LAB_GRADING"}
+    env["PATH"] = "/usr/bin:/bin"  # the environment not activated
+    proc = subprocess.run(
+        [str(ROOT / argv[0]), *argv[1:-1], str(notebook)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cells = nbformat.read(notebook, as_version=4).cells
+    assert any(c.get("outputs") for c in cells if c.cell_type == "code")
