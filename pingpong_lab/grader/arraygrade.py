@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from .. import runtime
-from . import build, classgrade, gradebook, sandbox
+from . import blanks, build, classgrade, gradebook, sandbox
 
 FOLDER = "gradebooks"
 
@@ -101,7 +101,8 @@ def merge(course: Path, out=sys.stdout) -> int:
             outcome.seconds = float(record["seconds"])
             try:
                 if outcome.status == "ok":
-                    gradebook.merge(master, book, student, names)
+                    blank = blanks.unanswered(course, student, names)
+                    gradebook.merge(master, book, student, names, blank)
             except (gradebook.ResultRefused, sqlite3.Error) as exc:
                 outcome.status, outcome.why = "failed", f"merge: {exc}"
         outcomes.append(outcome)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .. import runtime
 from ..mpi.processes import run_group
-from . import gradebook, sandbox, stage
+from . import blanks, gradebook, sandbox, stage
 
 SUBMISSION_TIMEOUT_S = 1800.0  # one student's notebooks, all of them (grading mode: minutes)
 # what the grading's processes inherit from ours, besides the variables set below
@@ -142,9 +142,10 @@ def grade_one(
                                        student, assignments)  # fmt: skip
                 gradebook.copy(staged / "gradebook.db", result)
             else:
+                blank = blanks.unanswered(course, student, assignments)
                 with _MERGE:
                     gradebook.merge(course / "gradebook.db", staged / "gradebook.db", student,
-                                    assignments)  # fmt: skip
+                                    assignments, blank)  # fmt: skip
             skipped = stage.bring_back(staged, course, student, assignments)
             if skipped:
                 outcome.why = "not copied back: " + ", ".join(skipped[:5])

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BACKUPS = "gradebook-backups"
+BLANK_COMMENT = "No answer was written: 0 points, given automatically."
 
 # the tables that hold a student's data, children first (the order rows are deleted in)
 STUDENT_TABLES = ("grade", "comment", "submitted_notebook", "submitted_assignment", "student")
@@ -198,12 +199,13 @@ def _checked_rows(db, student: str, assignments: list[str]) -> dict:
     if {r["notebook_id"] for r in notebooks} != expected:
         raise ResultRefused("notebooks missing from the graded submission")
     grades = _rows(db, "grade")
-    seen = set()
+    seen, cell_of = set(), {}
     for row in grades:
         cell = cells.get(row["notebook_id"], {}).get(row["cell_id"])
         if cell is None or (row["notebook_id"], row["cell_id"]) in seen:
             raise ResultRefused(f"a score for a cell this run did not grade: {row}")
         seen.add((row["notebook_id"], row["cell_id"]))
+        cell_of[row["notebook_id"], row["cell_id"]] = cell
         value = row["auto_score"]  # the only score a grading run gives (merge keeps the rest)
         top = 0.0 if cell.by_hand else cell.max_score
         if value is not None and not (_finite(value) and 0 <= value <= top):
@@ -219,20 +221,28 @@ def _checked_rows(db, student: str, assignments: list[str]) -> dict:
         if row["notebook_id"] not in cells:
             raise ResultRefused(f"a comment on a notebook this run did not grade: {row}")
     return {"submissions": submissions, "notebooks": notebooks, "grades": grades,
-            "comments": comments}  # fmt: skip
+            "comments": comments, "cells": cell_of}  # fmt: skip
 
 
 def _finite(value) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def merge(master: Path, result: Path, student: str, assignments: list[str]) -> None:
+def merge(
+    master: Path, result: Path, student: str, assignments: list[str], blank=frozenset()
+) -> None:
     """Replace `student`'s rows for `assignments` in the class gradebook by the checked rows of
     their own gradebook, in one transaction. What an instructor entered by hand (manual score,
     extra credit, manual comment) is kept, cell by cell; the student's other assignments and
     every other student are not touched. Raises ResultRefused (nothing written) when the
-    result does not pass `check_result`."""
+    result does not pass `check_result`.
+
+    No one is asked to grade what needs no person: a hand-graded cell worth 0 points (a rubric
+    shown to the grader) and the answers in `blank` ((notebook, cell name) pairs the student
+    left blank, blanks.unanswered) score 0 and wait for no one, until an instructor gives
+    them a score of their own."""
     rows = check_result(master, result, student, assignments)
+    blank = set(blank)
     db = _open(master, result)
     try:
         db.execute("BEGIN IMMEDIATE")
@@ -253,20 +263,30 @@ def merge(master: Path, result: Path, student: str, assignments: list[str]) -> N
                 (r["id"], r["assignment_id"], r["notebook_id"], 0, r["late_submission_penalty"]),
             )
         keys = _cell_keys(db, rows["notebooks"])
+        left_blank = set()
         for r in rows["grades"]:
             manual, extra = kept["grade"].get(keys[r["notebook_id"], r["cell_id"]], (None, None))
             needs = bool(r["needs_manual_grade"]) and manual is None
+            auto, cell = r["auto_score"], rows["cells"][r["notebook_id"], r["cell_id"]]
+            if needs and cell.by_hand and (cell.notebook, cell.name) in blank:
+                auto, needs = 0.0, False
+                left_blank.add(keys[r["notebook_id"], r["cell_id"]])  # its comment: same name
+            elif needs and cell.by_hand and cell.max_score == 0:
+                auto, needs = 0.0, False  # a rubric: nothing to score
             db.execute(
                 "INSERT INTO main.grade (id, notebook_id, cell_id, auto_score, manual_score, "
                 "extra_credit, needs_manual_grade) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (r["id"], r["notebook_id"], r["cell_id"], r["auto_score"], manual, extra, needs),
+                (r["id"], r["notebook_id"], r["cell_id"], auto, manual, extra, needs),
             )
         for r in rows["comments"]:
             manual = kept["comment"].get(keys.get((r["notebook_id"], r["cell_id"])))
+            said = r["auto_comment"]
+            if keys.get((r["notebook_id"], r["cell_id"])) in left_blank and not said:
+                said = BLANK_COMMENT
             db.execute(
                 "INSERT INTO main.comment (id, notebook_id, cell_id, auto_comment, "
                 "manual_comment) VALUES (?, ?, ?, ?, ?)",
-                (r["id"], r["notebook_id"], r["cell_id"], r["auto_comment"], manual),
+                (r["id"], r["notebook_id"], r["cell_id"], said, manual),
             )
         db.execute("COMMIT")
     except BaseException:

@@ -134,11 +134,32 @@ def test_written_answers_wait_for_the_instructor_with_their_points(graded, name)
         sub = gb.find_submission_notebook(name, name, "solution")
         grades = {g.name: g for g in sub.grades}
         assert sub.needs_manual_grade, f"{name}: written answers must await a manual grade"
-        for gid, points in manual.items():
-            assert grades[gid].needs_manual_grade and grades[gid].max_score == points, gid
+        for gid, points in manual.items():  # a 0-point rubric has nothing to score
+            assert (
+                grades[gid].needs_manual_grade == (points > 0) and grades[gid].max_score == points
+            )
             assert not grades[gid].score, f"{gid}: autograde gave points for a written answer"
         auto = graded["scores"][(name, "solution")][1]
         assert sub.max_score == auto + sum(manual.values())
+
+
+@pytest.mark.parametrize("name", [a for a in ASSIGNMENTS if hand_graded(a)])
+def test_written_answers_left_blank_score_0_and_wait_for_no_one(graded, name):
+    """The untouched release: every written answer is blank, so it scores 0 with a comment
+    that says why, and the notebook is graded without anyone opening it."""
+    from nbgrader.api import Gradebook
+
+    from pingpong_lab.grader.gradebook import BLANK_COMMENT
+
+    with Gradebook("sqlite:///" + str(graded["course"] / "gradebook.db")) as gb:
+        sub = gb.find_submission_notebook(name, name, "untouched")
+        grades = {g.name: g for g in sub.grades}
+        for gid, points in hand_graded(name).items():
+            assert (grades[gid].score, grades[gid].needs_manual_grade) == (0, False), gid
+            if points:
+                comment = gb.find_comment(gid, name, name, "untouched")
+                assert comment.auto_comment == BLANK_COMMENT, gid
+        assert not sub.needs_manual_grade
 
 
 @pytest.mark.parametrize("student", sorted(VARIANTS))

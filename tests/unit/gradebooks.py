@@ -52,6 +52,7 @@ def _release(path: Path) -> Path:
         gb.add_grade_cell("part_a", NAME, NAME, max_score=2, cell_type="code")
         gb.add_grade_cell("part_b", NAME, NAME, max_score=3, cell_type="code")
         gb.add_task_cell("essay", NAME, NAME, max_score=4, cell_type="markdown")
+        gb.add_task_cell("rubric", NAME, NAME, max_score=0, cell_type="markdown")  # for graders
         gb.add_grade_cell("answer", NAME, NAME, max_score=1, cell_type="markdown")
         gb.add_solution_cell("answer", NAME, NAME)  # an answer graded by hand
     return path

@@ -123,6 +123,34 @@ def test_what_the_instructor_graded_by_hand_survives_a_regrade(course):
         assert len(gb.find_student("ann").submissions) == 1
 
 
+BY_HAND = (
+    "UPDATE grade SET needs_manual_grade = 1 WHERE cell_id IN "
+    "(SELECT id FROM base_cell WHERE name IN ('essay', 'answer', 'rubric'))"
+)  # what nbgrader's autograde records for written answers and tasks
+
+
+def test_a_rubric_and_a_blank_answer_wait_for_no_one_and_score_0(course):
+    result = graded_result(course, "ann", {"part_a": 2, "part_b": 3}, course.parent / "a.db")
+    db = sqlite3.connect(result)
+    db.executescript(BY_HAND)
+    db.close()
+    gradebook.merge(course / "gradebook.db", result, "ann", [NAME], blank={(NAME, "answer")})
+    with open_gradebook(course / "gradebook.db") as gb:
+        answer, rubric, essay = (gb.find_grade(c, NAME, NAME, "ann") for c in BY_HAND_CELLS)
+        assert (answer.score, answer.needs_manual_grade) == (0.0, False)
+        assert gb.find_comment("answer", NAME, NAME, "ann").auto_comment == gradebook.BLANK_COMMENT
+        assert (rubric.score, rubric.needs_manual_grade) == (0.0, False)
+        assert essay.needs_manual_grade  # written: a person reads it
+        answer.manual_score = 1.0  # the instructor disagrees: that stays through a regrade
+        gb.db.commit()
+    gradebook.merge(course / "gradebook.db", result, "ann", [NAME], blank={(NAME, "answer")})
+    with open_gradebook(course / "gradebook.db") as gb:
+        assert gb.find_grade("answer", NAME, NAME, "ann").score == 1.0
+
+
+BY_HAND_CELLS = ("answer", "rubric", "essay")
+
+
 def test_each_backup_is_kept_under_its_own_name(course):
     first = gradebook.backup(course / "gradebook.db")
     second = gradebook.backup(course / "gradebook.db")
