@@ -23,30 +23,24 @@ segment's own alpha may be negative (after a cache cliff the line, extended down
 passes below zero) without making its slope wrong.
 
 With a sweep measured in interleaved rounds (``pingpong-lab sweep --rounds``), the model is
-read from each size's lower quartile of the per-round medians (:func:`low_round`,
-``ROUND_QUANTILE``). Other work on a shared machine only ever adds time, and it comes in
-bursts: a round it hit is slower by a factor (2x when a competing process shares the core), a
-round it missed is the machine's own. The pooled median of all samples follows the load
-whenever half of the rounds were hit; the lower quartile needs only a quarter of the rounds to
-be quiet. It is not the fastest round either: with few repetitions per round (large messages)
-the fastest of 12 medians is an extreme, optimistic order statistic, and this VM sometimes runs
-a round or two in a faster state (0.8 instead of 1.15 us) that one run shows and the next does
-not. The same reading applied to each round on its own (:func:`round_spread`) shows how far
-the rounds disagree, i.e. how busy the machine was.
+read from each size's median of the per-round medians (:func:`low_round` at ``ROUND_QUANTILE``
+0.5): the typical time of a message, the robust headline notebook 03 teaches, with alpha and
+beta from the same rounds. The same reading applied to each round on its own
+(:func:`round_spread`) gives a latency and a bandwidth per round: their median's 95 %
+confidence interval over the rounds (order statistics, :func:`stats.median_ci`) and their
+spread say how well one run knows the headline and how much the machine moved while it ran.
+Other work on a shared machine only ever adds time; a report says when it saw any
+(``BUSY MACHINE``), since the median of the rounds follows the load once half of them were hit.
 
-The latency alpha is then read once more, from each latency size's floor (:func:`floor_times`):
-the time the fastest 0.1 % of its round trips reach (``FLOOR_QUANTILE``), when a size has at
-least ``FLOOR_MIN_SAMPLES`` of them. A small message does not wait for memory: its time is a
-software path plus where the two cores sit. On a virtual machine the host moves the virtual
-CPUs, and each placement has a latency of its own (here 1.24, 1.4, 1.55 and 1.68 us, each as
-tight as 1 %), held for seconds; how long a run spends in each is luck, so any middle
-quantile of a run follows the luck (three runs here: 1.39 .. 1.61 us from the lower-quartile
-round), while the floor - the best placement, reached in every run - moved by 4 % over six runs.
-Several samples lie at or below a 0.1 % quantile of 5,000 or more, so one odd sample cannot set
-it. The model's own alpha (the typical latency of the quieter rounds) is kept next to it.
-A large message's time is a stream through memory shared with the host's other guests: it has
-no discrete states, only more or less contention, and its few samples per size make a floor an
-extreme; the bandwidth keeps the quieter rounds' reading (4.8 % over the same six runs).
+Beside the headline, not instead of it, the latency sizes' floor (:func:`floor_times`,
+:func:`with_floor`): the time the fastest 0.1 % of each size's round trips reach
+(``FLOOR_QUANTILE``), read when a size has at least ``FLOOR_MIN_SAMPLES`` of them, as a line
+through those floors. It is a best-case bound, labelled as such: a small message does not wait
+for memory, its time is a software path plus where the two cores sit, and on a virtual machine
+the host moves the virtual CPUs between placements with latencies of their own (here 1.24, 1.4,
+1.55 and 1.68 us, each as tight as 1 %), held for seconds. The floor (the best placement) is
+reached in every run and moved by 4 % over six runs here, while how long a run spends in each
+placement is luck: the typical latency of a run moves with it, and the report says by how much.
 """
 
 from __future__ import annotations
@@ -77,6 +71,7 @@ __all__ = [
     "round_medians",
     "round_spread",
     "spread_text",
+    "interval_text",
 ]
 
 LATENCY_MAX_BYTES = 1024
@@ -202,9 +197,9 @@ class Headline:
     compared (``piecewise`` is None with fewer than 6 sizes) and ``single_problems`` why the
     one line is implausible (:func:`model.fit_problems`); ``notes`` are sentences worth
     reading next to the numbers (why the single line was not used, a segment whose intercept is
-    not a latency). When alpha was read from the latency sizes' floors, ``floor`` is the line
-    through them (over ``floor_bytes``) and ``alpha_model_s`` the model's own alpha; otherwise
-    ``floor`` is None and alpha is the model's.
+    not a latency). The latency floor, a best-case bound beside alpha (:func:`with_floor`):
+    ``alpha_floor_s``, read from ``floor``, the line through the floors over ``floor_bytes``
+    (NaN and None without one).
     """
 
     method: str
@@ -220,7 +215,7 @@ class Headline:
     weighted: bool = True
     notes: tuple[str, ...] = ()
     single_problems: tuple[str, ...] = ()
-    alpha_model_s: float = math.nan
+    alpha_floor_s: float = math.nan
     floor: model.LinearFit | None = None
     floor_bytes: tuple[int, int] | None = None
 
@@ -254,11 +249,6 @@ class Headline:
     def method_line(self) -> str:
         """'<label>: <why>' - the one line that says how the headline was read."""
         return f"{self.label()}: {self.why}"
-
-    @property
-    def alpha_read(self) -> str:
-        """Where alpha comes from: "floor" (the latency sizes' floors) or "model"."""
-        return "model" if self.floor is None else "floor"
 
     def estimate(self, nbytes, t) -> tuple[float, float]:
         """(alpha, beta) read the same way from other times of the sweep's sizes (one round).
@@ -308,8 +298,7 @@ class Headline:
             "bandwidth_bytes": list(self.bandwidth_bytes) if self.bandwidth_bytes else None,
             "single_r2": self.single.r2,
             "notes": list(self.notes),
-            "alpha_read": self.alpha_read,
-            "alpha_model_s": self.alpha_s if self.floor is None else self.alpha_model_s,
+            "alpha_floor_s": self.alpha_floor_s,
             "floor_bytes": list(self.floor_bytes) if self.floor_bytes else None,
         }
         if self.method == "piecewise":
@@ -494,12 +483,13 @@ def floor_times(nbytes, samples: dict) -> dict[int, tuple[float, int]]:
 
 
 def with_floor(h: Headline, floor: dict[int, tuple[float, int]]) -> Headline:
-    """`h` with alpha read from the floors of its latency sizes, where that can be done.
+    """`h` with the latency floor beside its alpha (a best-case bound), where it can be read.
 
     The latency sizes are those alpha was read from (``h.latency_bytes``) that have at least
-    ``FLOOR_MIN_SAMPLES`` round trips; alpha is the intercept of the line through their floors
-    (their median floor when the intercept is not a latency, the floor itself for one size).
-    Without such a size, or without a positive alpha, `h` is returned as it is.
+    ``FLOOR_MIN_SAMPLES`` round trips; the floor is the intercept of the line through their
+    floors (their median floor when the intercept is not a latency, the floor itself for one
+    size). Without such a size, or without a positive floor, `h` is returned as it is. Alpha,
+    beta and how they were read do not change.
     """
     lo, hi = h.latency_bytes
     pts = sorted(
@@ -515,24 +505,22 @@ def with_floor(h: Headline, floor: dict[int, tuple[float, int]]) -> Headline:
         line = model.fit_linear(x, y, h.weighted)
     else:
         line = model.LinearFit(float(y[0]), 0.0, math.nan, y - y[0], "floor", 1)
-    alpha = line.alpha_s if _latency_like(line.alpha_s, y) else float(np.median(y))
-    if not alpha > 0:
+    bound = line.alpha_s if _latency_like(line.alpha_s, y) else float(np.median(y))
+    if not bound > 0:
         return h
     fewest = min(count for n, (_, count) in floor.items() if lo <= n <= hi and n in x)
     note = (
-        f"Latency {format_time(alpha)} is the floor of {x.size} size(s) "
+        f"Best case: the latency floor is {format_time(bound)}, from {x.size} size(s) "
         f"({format_bytes(x.min())} .. {format_bytes(x.max())}): the line through the time "
         f"the fastest {100 * FLOOR_QUANTILE:g} % of each size's round trips reach (at least "
-        f"{fewest:,} round trips per size). The model's own alpha, the typical latency of the "
-        f"times it was fitted to, is {format_time(h.alpha_s)}."
+        f"{fewest:,} round trips per size). A typical message takes the headline's alpha, "
+        f"{format_time(h.alpha_s)}; the floor is a bound it does not reach."
     )
     return replace(
         h,
-        alpha_s=float(alpha),
-        alpha_model_s=h.alpha_s,
+        alpha_floor_s=float(bound),
         floor=line,
         floor_bytes=(int(x.min()), int(x.max())),
-        why=h.why + "; alpha from the floor of the latency sizes (see the notes)",
         notes=(*h.notes, note),
     )
 
@@ -563,8 +551,8 @@ def round_medians(nbytes, samples: dict, rounds: int) -> np.ndarray:
     return out
 
 
-ROUND_QUANTILE = 0.25
-"""Which per-round median of a size the headline reads: the lower quartile (see the docstring)."""
+ROUND_QUANTILE = 0.5
+"""Which per-round median of a size the headline reads: their median (see the docstring)."""
 
 
 def low_round(per_round: np.ndarray, quantile: float = ROUND_QUANTILE) -> np.ndarray:
@@ -587,18 +575,15 @@ def headline_times(
 ) -> tuple[np.ndarray, np.ndarray | None, str]:
     """The times to read a headline from: (times, per-round medians or None, what they are).
 
-    With raw samples of at least 2 interleaved rounds: each size's lower quartile of the
-    per-round medians (:func:`low_round`; a size without samples keeps its median). Otherwise
-    `medians`.
+    With raw samples of at least 2 interleaved rounds: each size's median of the per-round
+    medians (:func:`low_round`; a size without samples keeps its median). Otherwise `medians`.
     """
     medians = np.asarray(medians, dtype=float)
     if samples and rounds and int(rounds) >= 2:
         per_round = round_medians(nbytes, samples, int(rounds))
         t = low_round(per_round)
         t = np.where(np.isfinite(t), t, medians)
-        what = (
-            f"lower quartile of {int(rounds)} interleaved rounds per size (of the rounds' medians)"
-        )
+        what = f"median of {int(rounds)} interleaved rounds per size (of the rounds' medians)"
         return t, per_round, what
     return medians, None, "median of all samples per size"
 
@@ -622,6 +607,24 @@ class RoundSpread:
         lo, hi, mid = float(v.min()), float(v.max()), float(np.median(v))
         return lo, hi, (hi - lo) / mid if mid > 0 else math.nan
 
+    @staticmethod
+    def _ci(values) -> tuple[float, float]:
+        from .stats import median_ci
+
+        try:
+            lo, hi, _ = median_ci([x for x in values if math.isfinite(x)])
+        except ValueError:  # fewer rounds than a 95 % interval needs (6)
+            return math.nan, math.nan
+        return lo, hi
+
+    def latency_ci(self) -> tuple[float, float]:
+        """95 % confidence interval of the median per-round latency (NaN with too few rounds)."""
+        return self._ci(self.latency_s)
+
+    def bandwidth_ci(self) -> tuple[float, float]:
+        """95 % confidence interval of the median per-round bandwidth (NaN: too few rounds)."""
+        return self._ci(self.bandwidth_Bps)
+
     def latency(self) -> tuple[float, float, float]:
         """(lowest, highest, (highest - lowest) / median) of the per-round latencies."""
         return self._stats(self.latency_s)
@@ -642,6 +645,8 @@ class RoundSpread:
             "bandwidth_min_Bps": bw[0],
             "bandwidth_max_Bps": bw[1],
             "bandwidth_rel_spread": bw[2],
+            "latency_ci_s": list(self.latency_ci()),
+            "bandwidth_ci_Bps": list(self.bandwidth_ci()),
         }
 
 
@@ -664,3 +669,15 @@ def spread_text(spread: RoundSpread | None, which: str) -> str:
         return f"n/a (no round gave a {which})"
     fmt = format_time if which == "latency" else format_bandwidth
     return f"{fmt(lo)} .. {fmt(hi)} in {spread.rounds} rounds (spread {100 * rel:.1f} %)"
+
+
+def interval_text(spread: RoundSpread | None, which: str) -> str:
+    """'1.17 .. 1.22 µs (95 % CI of the median over 12 rounds)' for which = 'latency' or
+    'bandwidth': how well this run knows its headline (not how the next run will read it)."""
+    if spread is None or spread.rounds < 2:
+        return "n/a (not measured in interleaved rounds)"
+    lo, hi = spread.latency_ci() if which == "latency" else spread.bandwidth_ci()
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"n/a (a 95 % interval needs 6 rounds with a {which}, this run has fewer)"
+    fmt = format_time if which == "latency" else format_bandwidth
+    return f"{fmt(lo)} .. {fmt(hi)} (95 % CI of the median over {spread.rounds} rounds)"

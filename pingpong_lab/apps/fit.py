@@ -10,9 +10,10 @@ bandwidth, R^2, n_1/2) is always printed with the line that says how it was read
 (``analysis.headline``: the piecewise segments when two or three lines are better than one by
 BIC, one line when it fits, otherwise latency from the smallest sizes and bandwidth from the
 largest, Hockney's reading); for a sweep measured in interleaved rounds (``sweep --rounds``,
-with its sidecar and samples file) it is read from each size's lower-quartile round and the spread
-between rounds follows. With the samples file and 5,000 or more round trips per small size,
-alpha is their latency floor (``headline.with_floor``), the model's own alpha beside it.
+with its sidecar and samples file) it is read from each size's median round, followed by the
+95 % interval of the median over the rounds and their spread. With the samples file and 5,000
+or more round trips per small size, the latency floor (``headline.with_floor``) is printed
+beside alpha as a best-case bound.
 An implausible single-line fit (``analysis.model.fit_problems``: alpha
 or beta not positive, R^2 below ``model.MIN_R2``) is printed under a warning that says why, for
 diagnosis only; ``--json`` carries it at the top level with ``plausible`` and ``problems``, the
@@ -50,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--column",
         help=f"time column to fit (default: {COL.t_median_s}, or for a sweep measured in "
-        "interleaved rounds with its samples file, each size's lower-quartile round)",
+        "interleaved rounds with its samples file, each size's median round)",
     )
     p.add_argument(
         "--ols", action="store_true", help="plain least squares instead of relative-error weights"
@@ -96,9 +97,14 @@ def _headline_lines(result: dict) -> list[str]:
     if spread:
         rs = headline.RoundSpread(tuple(spread["latency_s"]), tuple(spread["bandwidth_Bps"]))
         lines += [
+            f"interval:   latency {headline.interval_text(rs, 'latency')}",
+            f"            bandwidth {headline.interval_text(rs, 'bandwidth')}",
             f"rounds:     latency {headline.spread_text(rs, 'latency')}",
             f"            bandwidth {headline.spread_text(rs, 'bandwidth')}",
         ]
+    floor = h.get("alpha_floor_s")
+    if isinstance(floor, float) and math.isfinite(floor):
+        lines.append(f"floor:      {format_number(floor * 1e6)} us (best case, a bound: the note)")
     lines += [f"note:       {n}" for n in h["notes"] if not n.startswith("One line over all")]
     return lines
 
@@ -164,7 +170,7 @@ def _times(args) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str, dict |
 
     With no --column and the raw samples next to the CSV, the latency sizes' floors
     (:func:`headline.floor_times`); for a sweep measured in interleaved rounds (its sidecar
-    says so), each size's lower quartile of its rounds, as `pingpong-lab report` reads them.
+    says so), each size's median of its rounds, as `pingpong-lab report` reads them.
     """
     column = args.column or COL.t_median_s
     nbytes, t = model.load_sweep_csv(args.csv, column=column)

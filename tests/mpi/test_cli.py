@@ -153,7 +153,7 @@ def test_a_sweep_in_interleaved_rounds_keeps_every_round_and_feeds_fit(c_library
     )
     assert fit.returncode == 0, fit.stderr
     result = json.loads(fit.stdout)
-    assert result["times"].startswith("lower quartile of 3 interleaved rounds")
+    assert result["times"].startswith("median of 3 interleaved rounds")
     assert result["rounds"]["rounds"] == 3 and result["headline"]["alpha_s"] > 0
 
 

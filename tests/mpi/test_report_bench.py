@@ -130,7 +130,7 @@ def test_report_summary_contains_the_numbers(quick_report):
     from pingpong_lab.analysis import headline
 
     assert n["headline_method"] in headline.METHODS and n["alpha_s"] > 0
-    assert n["headline_times"].startswith("lower quartile of 3 interleaved rounds")
+    assert n["headline_times"].startswith("median of 3 interleaved rounds")
     assert n["rounds"]["rounds"] == 3 and len(n["rounds"]["latency_s"]) == 3
     for key in (
         "bandwidth_Bps",

@@ -9,8 +9,8 @@ blocking and non-blocking sweeps in C and Python and shared memory vs TCP loopba
 variability run (many raw samples at a few sizes) and a contention run (pairwise at 2, 4, 8
 ranks). Then it reads latency and bandwidth (analysis.headline: piecewise segments when they are
 better than one line, one line when it fits, else Hockney's two ends of the sweep; from each
-size's lower-quartile round, with the spread between rounds; alpha from the small sizes'
-latency floor), draws the figures and writes:
+size's median round, with the 95 % interval over the rounds and their spread; the small
+sizes' latency floor beside it as a best-case bound), draws the figures and writes:
 
     OUT/data/*.csv (+ .csv.json provenance, .samples.npz raw samples)
     OUT/figures/*.png

@@ -43,8 +43,7 @@ def draw_headline(ax, h: headline.Headline, span, quantity: str = "time") -> Non
             )
     else:
         what = "one line" if h.method == "single line" else f"{len(h.model.segments)} lines"
-        alpha = h.alpha_s if h.floor is None else h.alpha_model_s
-        label = f"{what}: α = {format_time(alpha)}, 1/β = {format_bandwidth(h.bandwidth_Bps)}"
+        label = f"{what}: α = {format_time(h.alpha_s)}, 1/β = {format_bandwidth(h.bandwidth_Bps)}"
         plots.add_model_line(ax, h.model, span, label=label, color="black", **kw)
     if h.floor is not None and quantity == "time":
         lo, hi = h.floor_bytes
@@ -52,7 +51,7 @@ def draw_headline(ax, h: headline.Headline, span, quantity: str = "time") -> Non
             ax,
             h.floor,
             (lo / 1.5, hi * 1.5),
-            label=f"latency floor: α = {format_time(h.alpha_s)}",
+            label=f"latency floor (best case): {format_time(h.alpha_floor_s)}",
             color="tab:purple",
             linestyle="--",
             linewidth=2,
@@ -74,7 +73,7 @@ def _headline_points(ax, read: dict, quantity: str = "time") -> None:
         return
     x, t = np.asarray(read["x"], dtype=float), np.asarray(read["t"], dtype=float)
     y = t * 1e6 if quantity == "time" else x / t / GIB
-    ax.plot(x, y, "x", color="black", markersize=5, label="lower-quartile round (headline)")
+    ax.plot(x, y, "x", color="black", markersize=5, label="median round (headline)")
 
 
 def model_plot(h: headline.Headline, read: dict):

@@ -34,22 +34,22 @@ def _range(pair) -> str:
 
 
 def _alpha_rows(n: dict) -> list[list[str]]:
-    """alpha, and when it is the latency sizes' floor, the model's own (typical) alpha too."""
-    if n.get("alpha_read") != "floor":
-        return [
-            [f"alpha (latency, from {_range(n.get('latency_bytes'))})", format_time(n["alpha_s"])]
-        ]
-    return [
+    """alpha (the typical latency), and beside it the latency floor when one was read."""
+    rows = [
         [
-            f"alpha (latency floor, from {_range(n.get('floor_bytes'))}: the fastest 0.1 % of "
-            "each size's round trips)",
+            f"alpha (latency, typical: from {_range(n.get('latency_bytes'))})",
             format_time(n["alpha_s"]),
-        ],
-        [
-            f"alpha of the model (typical latency, from {_range(n.get('latency_bytes'))})",
-            format_time(n.get("alpha_model_s")),
-        ],
+        ]
     ]
+    if is_finite_number(n.get("alpha_floor_s")):
+        rows.append(
+            [
+                f"latency floor (best case, a bound: from {_range(n.get('floor_bytes'))}, the "
+                "fastest 0.1 % of each size's round trips)",
+                format_time(n["alpha_floor_s"]),
+            ]
+        )
+    return rows
 
 
 def _single_line_text(n: dict) -> str:
@@ -110,6 +110,8 @@ def headline_rows(n: dict) -> list[list[str]]:
     r = n.get("rounds")
     spread = headline.RoundSpread(tuple(r["latency_s"]), tuple(r["bandwidth_Bps"])) if r else None
     rows += [
+        ["latency: this run's interval", headline.interval_text(spread, "latency")],
+        ["bandwidth: this run's interval", headline.interval_text(spread, "bandwidth")],
         ["latency per round", headline.spread_text(spread, "latency")],
         ["bandwidth per round", headline.spread_text(spread, "bandwidth")],
     ]
