@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 
 import psutil
@@ -80,3 +81,17 @@ def test_what_outlives_the_command_in_its_group_is_ended_before_run_group_return
     proc = run_group(["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!; exit 0"], timeout=30)
     assert proc.returncode == 0
     assert _gone(int(proc.stdout), timeout=0), "the command's child outlived it"
+
+
+def test_what_left_the_commands_group_is_ended_too():
+    """MPICH's proxy starts each rank in a session of its own: a rank still alive when the
+    command has exited is found by the mark in its environment and ended."""
+    script = (
+        "import subprocess, sys; "
+        "p = subprocess.Popen(['sleep', '60'], start_new_session=True, "
+        "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "print(p.pid, flush=True); sys.exit(3)"
+    )
+    proc = run_group([sys.executable, "-c", script], timeout=30)
+    assert proc.returncode == 3
+    assert _gone(int(proc.stdout), timeout=0), "a process in a session of its own outlived it"
