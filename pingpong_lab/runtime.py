@@ -51,6 +51,8 @@ VARIABLES: dict[str, str] = {
     "PINGPONG_LAB_COURSE": "the course folder slurm/grade-class.sh grades (default course)",
     "PINGPONG_LAB_CHROMIUM": "the chromium the browser tests drive (default: found on PATH)",
     "PINGPONG_LAB_TEST_TAG": "tags the processes of one test so none may outlive it (tests)",
+    "PINGPONG_LAB_RUN": "marks the processes of one command run_group runs, which it ends "
+    "when the command has exited (set by run_group)",
 }
 """Every PINGPONG_LAB_* variable and what it does."""
 
