@@ -43,6 +43,7 @@ def _cells(path: Path) -> list[dict]:
 def blank_cells(submitted: list[dict], released: list[dict]) -> set[str]:
     """The names (grade ids) of the hand-graded answers left blank in `submitted`."""
     out = set()
+    ids = [_grading(c).get("grade_id") for c in released]
     for i, cell in enumerate(submitted):
         meta = _grading(cell)
         name = meta.get("grade_id")
@@ -51,7 +52,6 @@ def blank_cells(submitted: list[dict], released: list[dict]) -> set[str]:
         if meta.get("grade") and meta.get("solution") and _text(cell) in ("", STUB):
             out.add(name)
         elif meta.get("task"):
-            ids = [_grading(c).get("grade_id") for c in released]
             at = ids.index(name) if name in ids else None
             if at is None or at + 1 >= len(released) or i + 1 >= len(submitted):
                 continue
