@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 __all__ = [
@@ -122,6 +123,22 @@ def own_tools_on_path() -> None:
     parts = os.environ.get("PATH", "").split(os.pathsep)
     if folder not in parts:
         os.environ["PATH"] = os.pathsep.join([folder, *[p for p in parts if p]])
+
+
+_BYTECODE = {"written": False, "lock": threading.Lock()}
+
+
+def write_bytecode() -> None:
+    """Write this package's compiled modules (__pycache__) now, where the folder is writable
+    (once per process; threads wait for it). A grading sandbox sees the code read-only: a
+    module never imported from outside it, or none at all when PYTHONDONTWRITEBYTECODE is set,
+    is compiled again by each of the ~130 processes that grade one student (33 ms per rank)."""
+    import compileall
+
+    with _BYTECODE["lock"]:
+        if not _BYTECODE["written"]:
+            compileall.compile_dir(Path(__file__).parent, quiet=2)  # read-only: no error
+            _BYTECODE["written"] = True
 
 
 def without_iri_grammars() -> None:

@@ -123,6 +123,7 @@ def grade_one(
     `result`: instead of merging, keep the stage's gradebook as this file (a Slurm array
     task's result, merged later by arraygrade with the same gradebook.merge)."""
     course = Path(course).resolve()
+    runtime.write_bytecode()  # before the sandbox sees the package read-only
     outcome = Outcome(student, assignments)
     start = time.perf_counter()
     deadline = start + timeout  # the stage's set-up included

@@ -525,6 +525,7 @@ class CrashTolerantExecute(Execute):
         self._ran_over = None  # the time limit of the cell that ran past it (set while it runs)
 
     def preprocess(self, nb, resources=None, km=None):
+        runtime.write_bytecode()  # `nbgrader autograde` run directly: see runtime
         # learner cells the audit cannot read are never sent to a kernel (not replayed either)
         self._unreadable = unreadable_cells(nb.cells)
         if resources is not None:

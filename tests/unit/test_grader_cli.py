@@ -63,3 +63,27 @@ def test_a_grading_process_validates_notebooks_without_building_iri_parsers():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.stdout.strip() == "refused False", out.stderr
+
+
+def test_grading_compiles_the_package_before_a_sandbox_sees_it_read_only(tmp_path):
+    """Every module gets its bytecode from the grading process before a student's sandbox
+    starts, also one grading never imports and with PYTHONDONTWRITEBYTECODE set: a sandbox
+    cannot write it, and each of its processes would compile the package again."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    import pingpong_lab.apps.report.sweeps as module
+
+    course = make_course(tmp_path, students=())
+    source = Path(module.__file__)
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    cached.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    grade = "from pingpong_lab.grader import classgrade; classgrade.grade_one(*sys.argv[1:3], [], 5)"
+    command = [sys.executable, "-c", "import sys; " + grade, str(course), "nobody"]
+    assert subprocess.run(command, env=env, capture_output=True).returncode == 0
+    assert cached.exists(), f"{cached.name} was not written"
+    header = cached.read_bytes()[:16]
+    assert header[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(header[8:12], "little") == int(source.stat().st_mtime)
