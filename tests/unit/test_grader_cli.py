@@ -80,8 +80,9 @@ def test_grading_compiles_the_package_before_a_sandbox_sees_it_read_only(tmp_pat
     cached = Path(importlib.util.cache_from_source(str(source)))
     cached.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    grade = "from pingpong_lab.grader import classgrade; classgrade.grade_one(*sys.argv[1:3], [], 5)"
-    command = [sys.executable, "-c", "import sys; " + grade, str(course), "nobody"]
+    grade = "import sys; from pingpong_lab.grader import classgrade as c; "
+    grade += "c.grade_one(sys.argv[1], sys.argv[2], [], 5)"
+    command = [sys.executable, "-c", grade, str(course), "nobody"]
     assert subprocess.run(command, env=env, capture_output=True).returncode == 0
     assert cached.exists(), f"{cached.name} was not written"
     header = cached.read_bytes()[:16]
