@@ -22,17 +22,17 @@ PYTEST_ARGS ?=
 ifneq ($(and $(CONDA_PREFIX),$(wildcard $(CONDA_PREFIX)/bin/mpicc)),)
   BIN := $(CONDA_PREFIX)/bin
   STAMP := $(CONDA_PREFIX)/.pingpong-lab-installed
-  EXTRAS := course,dev
+  EXTRAS := course,dev,hub
 else ifeq ($(MPI),system)
   BIN := $(abspath $(VENV))/bin
   STAMP := $(VENV)/.installed
-  EXTRAS := course,dev
+  EXTRAS := course,dev,hub
   MPICC ?= $(shell command -v mpicc)
   MPIEXEC ?= $(shell command -v mpiexec)
 else
   BIN := $(abspath $(VENV))/bin
   STAMP := $(VENV)/.installed
-  EXTRAS := mpi,course,dev
+  EXTRAS := mpi,course,dev,hub
 endif
 PY := $(BIN)/python
 MPICC ?= $(BIN)/mpicc
@@ -41,7 +41,7 @@ export MPICC MPIEXEC
 # Tools installed in the venv (mpicc, jupyter, nbgrader) come first on PATH.
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup system-mpi sandbox slurm kernels lab instructor validate browser test test-fast test-system-mpi lint release autograde cohort solutions check-course report bench bench-peers link-tools link-dataset clean
+.PHONY: setup system-mpi sandbox slurm kernels lab instructor validate browser hub hub-tools test test-fast test-system-mpi lint release autograde cohort solutions check-course report bench bench-peers link-tools link-dataset clean
 
 setup: $(STAMP) kernels
 
@@ -105,7 +105,7 @@ validate: setup
 
 # Everything: lint, then unit, MPI, course, Slurm and browser tiers (tests/unit, mpi, course,
 # slurm, browser).
-test: setup sandbox slurm link-tools browser lint
+test: setup sandbox slurm link-tools browser hub-tools lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop: unit tests only (seconds, no MPI job, no nbgrader run).
@@ -202,6 +202,22 @@ link-dataset: setup link-tools
 	$(BIN)/pingpong-lab sweep --np 2 --kernel c --mode blocking --link rate=1gbit \
 		--min-bytes 1 --max-bytes 16777216 --budget 3 --out build/link_1gbit.csv
 	$(PY) -m pingpong_lab.course.shipdata build/link_1gbit.csv link_1gbit "$(LINK_ABOUT)"
+
+# The course on a JupyterHub (docs/deploying.md), as root: first
+#   sudo .venv/bin/pingpong-lab hub accounts --instructor NAME STUDENT...
+# then `sudo make hub` serves it on HUB_PORT (PINGPONG_LAB_HUB_SPAWNER=slurm: servers as Slurm
+# jobs). Its proxy, configurable-http-proxy, comes from the npm registry into .hub-tools/
+# (needs node and npm; without them the hub tests skip).
+HUB_PORT ?= 8000
+PROXY_VERSION = 4.6.3
+hub-tools:
+	@[ -x .hub-tools/node_modules/.bin/configurable-http-proxy ] || { command -v npm >/dev/null \
+		&& mkdir -p .hub-tools && npm install --silent --no-audit --no-fund --prefix .hub-tools \
+		configurable-http-proxy@$(PROXY_VERSION) >/dev/null; } \
+		|| echo "hub-tools: npm is missing (Debian: apt-get install npm); the hub tests skip"
+
+hub: setup hub-tools
+	$(BIN)/jupyterhub -f hub/jupyterhub_config.py --port $(HUB_PORT)
 
 # Debian's chromium for the browser tests (tests/browser, Playwright drives it; no browser is
 # ever downloaded by Playwright). Installed with apt-get when root, otherwise those tests skip.

@@ -48,6 +48,9 @@ VARIABLES: dict[str, str] = {
     "PINGPONG_LAB_LINK": "the emulated link a sweep runs behind (set by --link, recorded in "
     "the provenance)",
     "PINGPONG_LAB_EXCHANGE": "nbgrader's exchange folder on a JupyterHub (course config)",
+    "PINGPONG_LAB_HUB": "where the course's JupyterHub keeps its roster, database and secrets "
+    "(default .hub)",
+    "PINGPONG_LAB_HUB_SPAWNER": "how the hub starts servers: local (default) or slurm",
     "PINGPONG_LAB_VENV": "the environment the slurm/ templates use (default .venv)",
     "PINGPONG_LAB_COURSE": "the course folder slurm/grade-class.sh grades (default course)",
     "PINGPONG_LAB_CHROMIUM": "the chromium the browser tests drive (default: found on PATH)",

@@ -6,6 +6,7 @@
     pingpong-lab report [--np 2] [--out report] [--quick]     # measure everything, one folder
     pingpong-lab bench [--np 2] [--out bench-results]         # are our numbers fair? (peers)
     pingpong-lab cohort course [--out course/cohort]          # the class's results and answers
+    pingpong-lab hub accounts --instructor NAME STUDENT...   # the course's JupyterHub (root)
     pingpong-lab --version
 
 Each command is a module of pingpong_lab.apps with `parser()` and `main(argv) -> int`, imported
@@ -24,6 +25,7 @@ COMMANDS = {
     "report": "pingpong_lab.apps.report",
     "bench": "pingpong_lab.apps.bench",
     "cohort": "pingpong_lab.apps.cohort",
+    "hub": "pingpong_lab.apps.hub",
 }
 
 

@@ -1,0 +1,172 @@
+"""A term of the course on its JupyterHub, in a real browser: an instructor and two students,
+each a Unix account of their own, logged in through the hub's login page.
+
+The instructor generates and releases 01_pingpong from Formgrader; each student fetches it from
+the Assignment List, starts the MPI engines in their notebook, Validates and submits (one with
+the work done, one with the exercise untouched); the instructor collects, grades the class with
+the course's grader from their own account, scores a written answer by hand in Formgrader,
+generates and releases feedback; each student fetches their own feedback and sees no one
+else's. Students cannot read the answers on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from ..browser.lab import screenshot
+from ..conftest import ROOT
+from .hubrun import BIN, running_hub
+
+pytestmark = [pytest.mark.hub, pytest.mark.browser]
+
+NAME = "01_pingpong"
+WRITTEN = "explain_deadlocks"  # 01's written answer, scored by hand
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    with running_hub(tmp_path_factory.mktemp("hub")) as running:
+        yield running
+
+
+def test_students_cannot_read_the_answers_but_can_run_the_course(hub):
+    student = hub.students[0]
+    for path in ("course/source/01_pingpong/01_pingpong.ipynb", "solutions", "tests", ".git"):
+        done = hub.run_as(student, "ls", str(ROOT / path))
+        assert done.returncode != 0, f"{student} can read {path}"
+    done = hub.run_as(student, str(BIN / "python"), "-c", "import pingpong_lab.course.grading")
+    assert done.returncode == 0, done.stderr
+
+
+def _assignment_list(user):
+    page = user.page
+    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+    page.locator(".lm-Menu-content").get_by_text("Assignment List").click()
+    return page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList, #assignments").first
+
+
+def _start_engines_and_validate(user, expect_pass: bool) -> str:
+    from playwright.sync_api import expect
+
+    page = user.page
+    page.goto(f"{user.server}lab/tree/{NAME}/{NAME}.ipynb")
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    cells.first.wait_for()
+    nb = json.loads((user.home / NAME / f"{NAME}.ipynb").read_text())
+    engines = next(i for i, c in enumerate(nb["cells"]) if "MPICluster(" in "".join(c["source"]))
+    page.locator(".jp-StatusBar-Widget", has_text="| Idle").first.wait_for(timeout=120_000)
+    cells.first.click()  # selected in command mode: Shift+Enter runs it and moves on
+    for _ in range(engines + 1):
+        page.keyboard.press("Shift+Enter")
+    output = cells.nth(engines).locator(".jp-OutputArea-output").first
+    try:
+        expect(output).to_contain_text("running", timeout=180_000)
+    except AssertionError:
+        screenshot(page, f"hub-engines-{user.name}")
+        raise
+    page.locator(".jp-Toolbar").get_by_text("Validate", exact=True).click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_be_visible(timeout=300_000)
+    verdict = dialog.inner_text()
+    page.keyboard.press("Escape")
+    if expect_pass:
+        assert "Success" in verdict, verdict[:2000]
+    else:
+        assert "NotImplementedError" in verdict, verdict[:2000]
+    return verdict
+
+
+def _scores(course) -> dict:
+    """{student: {"score", "max", "written": (auto score, manual score, needs manual grading)}}
+    of 01 in the instructor's gradebook."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
+        for student in book.students:
+            mine = book.find_submission(NAME, student.id)
+            grade = book.find_grade(WRITTEN, NAME, NAME, student.id)
+            written = (grade.auto_score, grade.manual_score, bool(grade.needs_manual_grade))
+            out[student.id] = {"score": mine.score, "max": mine.max_score, "written": written}
+    return out
+
+
+def test_a_term_on_the_hub(hub):
+    done, untouched = hub.students
+    with hub.browser() as chromium:
+        teacher = hub.login(chromium, hub.instructor)
+        course = teacher.home / "course"
+        for step in ("assign", "release"):
+            done_step = teacher.post(f"formgrader/api/assignment/{NAME}/{step}")
+            assert done_step["success"], done_step
+
+        for student in (done, untouched):
+            user = hub.login(chromium, student)
+            listing = _assignment_list(user)
+            listing.get_by_role("button", name="Fetch").first.click()
+            notebook = user.home / NAME / f"{NAME}.ipynb"
+            user.page.wait_for_timeout(500)
+            for _ in range(60):
+                if notebook.exists():
+                    break
+                user.page.wait_for_timeout(500)
+            assert notebook.exists(), f"{student}'s fetch left no {notebook}"
+            if student == done:  # the work a student did: the solution, in their own file
+                stat = notebook.stat()
+                shutil.copy(ROOT / "solutions" / NAME / f"{NAME}.ipynb", notebook)
+                nb = json.loads(notebook.read_text())
+                for cell in nb["cells"]:
+                    if cell["metadata"].get("nbgrader", {}).get("grade_id") == WRITTEN:
+                        cell["source"] = "A blocking send waits for its receive: both block."
+                notebook.write_text(json.dumps(nb, indent=1))
+                import os
+
+                os.chown(notebook, stat.st_uid, stat.st_gid)
+            _start_engines_and_validate(user, expect_pass=student == done)
+            listing = _assignment_list(user)
+            listing.get_by_role("button", name="Submit").first.click()
+            user.page.wait_for_timeout(1000)
+            user.context.close()
+
+        collected = teacher.post(f"formgrader/api/assignment/{NAME}/collect")
+        assert collected["success"], collected
+        graded = hub.run_as(
+            hub.instructor, str(BIN / "python"), "-m", "pingpong_lab.grader", "autograde",
+            "--course", str(course), "--jobs", "2",
+        )  # fmt: skip
+        assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+        scores = _scores(course)
+        assert set(scores) == {done, untouched}
+        assert scores[done]["written"][2], "the written answer waits for its hand score"
+        assert scores[untouched]["written"][:3] == (0.0, None, False), "a blank answer is 0"
+
+        submissions = teacher.get(f"formgrader/api/submitted_notebooks/{NAME}/{NAME}")
+        mine = next(s for s in submissions if s["student"] == done)
+        grades = teacher.get(f"formgrader/api/grades?submission_id={mine['id']}")
+        written = next(g for g in grades if g["name"] == WRITTEN)
+        teacher.request(
+            "PUT", f"formgrader/api/grade/{written['id']}",
+            data=json.dumps({"manual_score": written["max_score"]}),
+        )  # fmt: skip
+        scores = _scores(course)
+        assert scores[done]["score"] == scores[done]["max"], scores[done]
+        assert scores[untouched]["score"] < scores[untouched]["max"]
+
+        for step in ("generate_feedback", "release_feedback"):
+            done_step = teacher.post(f"formgrader/api/assignment/{NAME}/{step}")
+            assert done_step["success"], done_step
+
+        for student in (done, untouched):
+            user = hub.login(chromium, student)
+            user.post(
+                "assignments/fetch_feedback",
+                form={"course_id": "mpi-pingpong", "assignment_id": NAME},
+            )
+            pages = sorted((user.home / NAME / "feedback").rglob("*.html"))
+            assert len(pages) == 1, f"{student} has {len(pages)} feedback pages"
+            theirs = course / "feedback" / student / NAME / f"{NAME}.html"
+            assert pages[0].read_bytes() == theirs.read_bytes(), f"{student} got another page"
+            user.context.close()
