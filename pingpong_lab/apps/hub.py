@@ -222,6 +222,8 @@ def configure(c, state: Path | None = None) -> None:
     c.Authenticator.allowed_users = {roster["instructor"], *roster["students"]}
     c.Authenticator.admin_users = {roster["instructor"]}
     c.JupyterHub.spawner_class = SPAWNERS[kind]
+    if kind == "slurm":
+        slurm_servers(c)
     c.Spawner.cmd = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
     c.Spawner.default_url = "/lab"
     c.Spawner.start_timeout = 120
@@ -229,12 +231,32 @@ def configure(c, state: Path | None = None) -> None:
 
     def settings(spawner) -> None:
         user = spawner.user.name
-        spawner.environment.update(server_environment(user, roster))
+        spawner.environment = {**spawner.environment, **server_environment(user, roster)}
         home = Path(pwd.getpwnam(user).pw_dir)
         mine = home / COURSE_FOLDER if user == roster["instructor"] else home
         spawner.notebook_dir = str(mine)
 
     c.Spawner.pre_spawn_hook = settings
+
+
+SERVER_CPUS = 2  # a server's Slurm job: the notebooks' two ranks (05's four oversubscribe)
+
+
+def slurm_servers(c) -> None:
+    """Each server a Slurm batch job of its user (batchspawner's SlurmSpawner), submitted by the
+    hub (root) as that user. The server runs in the batch script itself, not in a job step, so
+    the job's CPUs are free for the job steps of its MPI engines (mpiexec in an allocation
+    starts its ranks through srun)."""
+    runuser = shutil.which("runuser") or "/usr/sbin/runuser"  # not on a server's PATH
+    c.SlurmSpawner.exec_prefix = f"{runuser} -u {{username}} --"  # batchspawner's: sudo
+    c.SlurmSpawner.req_srun = ""
+    c.SlurmSpawner.req_nprocs = str(SERVER_CPUS)
+    c.SlurmSpawner.req_runtime = "8:00:00"
+    # MPICH's mpiexec in the job starts its ranks on the job's node itself, not as srun steps
+    # (a step per check would cost seconds): the job's CPUs (its cgroup, where Slurm confines)
+    c.SlurmSpawner.environment = {"HYDRA_LAUNCHER": "fork"}
+    # sbatch and the job's srun find this Slurm (SLURM_CONF names a private one, as in tests)
+    c.SlurmSpawner.env_keep = ["JUPYTERHUB_SINGLEUSER_APP", "LANG", "LC_ALL", "SLURM_CONF"]
 
 
 def parser() -> argparse.ArgumentParser:

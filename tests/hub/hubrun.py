@@ -147,7 +147,7 @@ def _users_processes(names) -> list[str]:
 
 
 @contextmanager
-def running_hub(root: Path, spawner: str = "local"):
+def running_hub(root: Path, spawner: str = "local", extra_env: dict | None = None):
     """Accounts (an instructor, two students), the hub serving them; everything undone after."""
     if reason := problem():
         pytest.skip(reason)
@@ -159,6 +159,7 @@ def running_hub(root: Path, spawner: str = "local"):
     shared.chmod(0o755)
     exchange = shared / "exchange"
     env = {**os.environ, "PINGPONG_LAB_HUB": str(state), "PINGPONG_LAB_HUB_SPAWNER": spawner}
+    env.update(extra_env or {})
     modes = {name: (ROOT / name).stat().st_mode for name in hubapp.CLOSED if (ROOT / name).exists()}
     closed = hubapp.closed_folder(Path(sys.executable).resolve())  # a Python under /root, say
     if closed is not None:

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from ..browser.lab import screenshot
 from ..conftest import ROOT
+from ..slurm import localslurm
 from .hubrun import BIN, running_hub
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser]
@@ -26,10 +30,32 @@ NAME = "01_pingpong"
 WRITTEN = "explain_deadlocks"  # 01's written answer, scored by hand
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    with running_hub(tmp_path_factory.mktemp("hub")) as running:
-        yield running
+@pytest.fixture(scope="module", params=["local", "slurm"])
+def hub(request, tmp_path_factory):
+    """The hub with each spawner: servers as local processes, or as Slurm jobs of a private
+    single-node Slurm (8 CPUs configured, 2 per server); no job left after."""
+    root = tmp_path_factory.mktemp(f"hub-{request.param}")
+    if request.param == "local":
+        with running_hub(root) as running:
+            yield running
+        return
+    if reason := localslurm.problem():
+        pytest.skip(reason)
+    readable = Path(tempfile.mkdtemp(prefix="pingpong-lab-hub-slurm-"))  # sbatch runs as users
+    readable.chmod(0o755)
+    slurm = localslurm.LocalSlurm(readable, cpus=8)
+    try:
+        slurm.start()
+    except (localslurm.SlurmStartError, OSError) as exc:
+        pytest.skip(f"a single-node Slurm cannot start here: {exc}")
+    try:
+        with running_hub(root, "slurm", {"SLURM_CONF": slurm.env["SLURM_CONF"]}) as running:
+            yield running
+        queue = subprocess.run(["squeue", "-h"], env=slurm.env, capture_output=True, text=True)
+        assert queue.stdout.strip() == "", f"jobs left: {queue.stdout}"
+    finally:
+        slurm.stop()
+        shutil.rmtree(readable, ignore_errors=True)
 
 
 def test_students_cannot_read_the_answers_but_can_run_the_course(hub):
@@ -94,6 +120,7 @@ def _scores(course) -> dict:
     return out
 
 
+@pytest.mark.timeout(900)
 def test_a_term_on_the_hub(hub):
     done, untouched = hub.students
     with hub.browser() as chromium:
