@@ -95,8 +95,9 @@ class User:
 
 
 class Hub:
-    def __init__(self, base, passwords, roster, state, log, executable):
+    def __init__(self, base, passwords, roster, state, log, executable, extra_env):
         self.base, self.passwords, self.state, self.log = base, passwords, state, log
+        self.extra_env = extra_env  # what every command of the accounts needs too (SLURM_CONF)
         self.instructor, self.students = roster["instructor"], roster["students"]
         self.exchange = Path(roster["exchange"])
         self.executable = executable
@@ -127,14 +128,17 @@ class Hub:
         page.locator(".jp-LabShell").wait_for(timeout=SPAWN_TIMEOUT_S * 1000)
         return User(self, name, context, page)
 
-    def run_as(self, name: str, *command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        """`command` run as user `name` from their home, as their terminal would."""
+    def run_as(
+        self, name: str, *command: str, cwd=None, timeout: float = 600
+    ) -> subprocess.CompletedProcess:
+        """`command` run as user `name` (from their home, or `cwd`), as their terminal would."""
         home = hubapp.pwd.getpwnam(name).pw_dir
         env = {"HOME": home, "USER": name, "LOGNAME": name, "PATH": f"{BIN}:/usr/bin:/bin"}
+        env.update(self.extra_env)
         return subprocess.run(
             ["runuser", "-u", name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
              *command],
-            cwd=home, capture_output=True, text=True, timeout=timeout,
+            cwd=cwd or home, capture_output=True, text=True, timeout=timeout,
         )  # fmt: skip
 
 
@@ -189,7 +193,7 @@ def running_hub(root: Path, spawner: str = "local", extra_env: dict | None = Non
                 pytest.fail("the hub did not start:\n" + log.read_text()[-3000:])
             time.sleep(0.5)
         roster = hubapp.read_roster(state)
-        yield Hub(base, passwords, roster, state, log, executable)
+        yield Hub(base, passwords, roster, state, log, executable, extra_env or {})
     finally:
         if proc is not None:
             os.killpg(proc.pid, signal.SIGTERM)  # the hub stops the servers it started

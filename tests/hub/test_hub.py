@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,35 @@ def _scores(course) -> dict:
     return out
 
 
+def documented(start: str) -> str:
+    """The command line of docs/deploying.md that starts with `start` (run verbatim)."""
+    text = (ROOT / "docs" / "deploying.md").read_text()
+    (line,) = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(start)]
+    return line
+
+
+def _grade_the_class(hub) -> None:
+    """The instructor grades the collected class from a terminal of their server, in the
+    repository's folder, with the command docs/deploying.md gives: the grader on the hub's
+    machine, or the Slurm array where servers are Slurm jobs (the queue is empty after)."""
+    if "SLURM_CONF" not in hub.extra_env:
+        line = documented(".venv/bin/python -m pingpong_lab.grader autograde")
+        graded = hub.run_as(hub.instructor, "bash", "-c", line, cwd=ROOT)
+        assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+        return
+    line = documented("PINGPONG_LAB_COURSE=~/course slurm/grade-class.sh")
+    submitted = hub.run_as(hub.instructor, "bash", "-c", line, cwd=ROOT)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    assert "grading 2 submission(s)" in submitted.stdout, submitted.stdout
+    deadline = time.monotonic() + 600
+    grading = ["squeue", "-h", "--name=pingpong-grade,pingpong-grade-merge"]  # not the servers
+    while queue := hub.run_as(hub.instructor, *grading).stdout.strip():
+        assert time.monotonic() < deadline, f"the grading jobs did not end: {queue}"
+        time.sleep(2)
+    logs = hub.run_as(hub.instructor, "bash", "-c", "cat ~/course/slurm-logs/*.out").stdout
+    assert "merged 2 of 2 submission(s)" in logs, logs[-3000:]
+
+
 @pytest.mark.timeout(900)
 def test_a_term_on_the_hub(hub):
     done, untouched = hub.students
@@ -160,11 +190,7 @@ def test_a_term_on_the_hub(hub):
 
         collected = teacher.post(f"formgrader/api/assignment/{NAME}/collect")
         assert collected["success"], collected
-        graded = hub.run_as(
-            hub.instructor, str(BIN / "python"), "-m", "pingpong_lab.grader", "autograde",
-            "--course", str(course), "--jobs", "2",
-        )  # fmt: skip
-        assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+        _grade_the_class(hub)
         scores = _scores(course)
         assert set(scores) == {done, untouched}
         assert scores[done]["written"][2], "the written answer waits for its hand score"

@@ -42,6 +42,8 @@ def _commands(page: Path) -> list[list[str]]:
 
 
 def _check(argv: list[str]) -> None:
+    while re.match(r"^[A-Z_][A-Z0-9_]*=", argv[0]):  # VAR=value before a command
+        argv = argv[1:]
     program = argv[0]
     if program == "make":
         targets = [a for a in argv[1:] if "=" not in a]
@@ -61,6 +63,13 @@ def _check(argv: list[str]) -> None:
             rest = rest[1:]
         assert rest, argv
         _check(rest)
+    elif program.endswith("/python") and argv[1:3] == ["-m", "pingpong_lab.grader"]:
+        from pingpong_lab.grader.__main__ import parser
+
+        try:
+            parser().parse_args(argv[3:])
+        except SystemExit as exc:
+            raise AssertionError(f"the grader refuses {argv[3:]}") from exc
     elif program.endswith("/python") and argv[1:3] == ["-m", "pingpong_lab.mpi.jobs"]:
         jobs.resolve(argv[3])
         json.loads(argv[4])
