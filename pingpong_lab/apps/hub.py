@@ -4,10 +4,11 @@ account of their own.
     sudo .venv/bin/pingpong-lab hub accounts --instructor ines ana ben   # once, as root
     sudo make hub                                                         # serve the hub
 
-`accounts` creates the local accounts that are missing (each with a new password, printed once),
-gives the instructor a copy of the course (`~ines/course`: the master notebooks and the course
-settings), creates nbgrader's exchange folder (writable by every account, as nbgrader's exchange
-needs) and writes the roster (`.hub/roster.json`, or $PINGPONG_LAB_HUB). It also takes the
+`accounts` creates the local accounts that are missing (each with a new password, printed
+once, and a home closed to the other accounts), gives the instructor a copy of the course
+(`~ines/course`: the master notebooks and the course settings), creates nbgrader's exchange
+folder (writable by every account, as nbgrader's exchange needs) and writes the roster
+(`.hub/roster.json`, or $PINGPONG_LAB_HUB). It also takes the
 answers out of the students' reach: the master notebooks, the solutions, the tests and the git
 history in this repository are closed to other accounts (the servers read the package, the
 student settings and the C kernels, which stay open).
@@ -151,6 +152,9 @@ def add_accounts(
             _run(["useradd", "--create-home", "--shell", "/bin/bash", user])
             passwords[user] = secrets.token_urlsafe(12)
             _run(["chpasswd"], stdin=f"{user}:{passwords[user]}\n")
+            Path(pwd.getpwnam(user).pw_dir).chmod(0o700)  # useradd's default (umask 022): 755
+        elif Path(pwd.getpwnam(user).pw_dir).stat().st_mode & 0o077:
+            print(f"{user} exists; other accounts can read their home: chmod 700 it", file=out)
     course = _give_course(instructor)
     Path(exchange).mkdir(parents=True, exist_ok=True)
     Path(exchange).chmod(0o777)  # nbgrader's exchange: every account writes into it

@@ -64,6 +64,10 @@ def test_students_cannot_read_the_answers_but_can_run_the_course(hub):
     for path in ("course/source/01_pingpong/01_pingpong.ipynb", "solutions", "tests", ".git"):
         done = hub.run_as(student, "ls", str(ROOT / path))
         assert done.returncode != 0, f"{student} can read {path}"
+    for other in (hub.students[1], hub.instructor):  # their work, the course's gradebook
+        home = hub.run_as(other, "bash", "-c", "echo ~").stdout.strip()
+        done = hub.run_as(student, "ls", home)
+        assert done.returncode != 0, f"{student} can read {other}'s home"
     done = hub.run_as(student, str(BIN / "python"), "-c", "import pingpong_lab.course.grading")
     assert done.returncode == 0, done.stderr
 
