@@ -206,12 +206,13 @@ def test_a_term_on_the_hub(hub):
 
         submissions = teacher.get(f"formgrader/api/submitted_notebooks/{NAME}/{NAME}")
         mine = next(s for s in submissions if s["student"] == done)
-        grades = teacher.get(f"formgrader/api/grades?submission_id={mine['id']}")
-        written = next(g for g in grades if g["name"] == WRITTEN)
-        teacher.request(
-            "PUT", f"formgrader/api/grade/{written['id']}",
-            data=json.dumps({"manual_score": written["max_score"]}),
-        )  # fmt: skip
+        teacher.page.goto(f"{teacher.server}formgrader/submissions/{mine['id']}/")
+        heading = teacher.page.locator(".panel-heading", has=teacher.page.locator(f"#{WRITTEN}"))
+        heading.locator("button.full-credit").click()  # Formgrader saves the score at once
+        for _ in range(60):
+            if _scores(course)[done]["written"][1] is not None:
+                break
+            teacher.page.wait_for_timeout(500)
         scores = _scores(course)
         assert scores[done]["score"] == scores[done]["max"], scores[done]
         assert scores[untouched]["score"] < scores[untouched]["max"]
