@@ -46,12 +46,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _status(url: str) -> int:
+def http_status(url: str) -> int:
+    """The HTTP status of a GET of `url`; 0 while nothing answers there."""
     try:
         with urllib.request.urlopen(url, timeout=5) as r:
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
+    except OSError:
+        return 0
 
 
 class Lab:
@@ -65,7 +68,7 @@ class Lab:
         return f"{self.base}{path}{sep}token={self.token}"
 
     def status(self, path: str) -> int:
-        return _status(self.url(path))
+        return http_status(self.url(path))
 
 
 @contextmanager

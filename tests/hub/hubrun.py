@@ -22,8 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import pytest
 
 from pingpong_lab.apps import hub as hubapp
 
-from ..browser.lab import chromium_path, free_port
+from ..browser.lab import chromium_path, free_port, http_status
 from ..conftest import ROOT
 
 BIN = ROOT / ".venv" / "bin"
@@ -49,16 +47,6 @@ def problem() -> str | None:
     if not hubapp.PROXY.exists():
         return "configurable-http-proxy is not installed (make hub-tools: node and npm)"
     return None
-
-
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return 0
 
 
 class User:
@@ -188,7 +176,7 @@ def running_hub(root: Path, spawner: str = "local", extra_env: dict | None = Non
             )  # fmt: skip
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT_S
-        while _status(f"{base}/hub/health") != 200:
+        while http_status(f"{base}/hub/health") != 200:
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail("the hub did not start:\n" + log.read_text()[-3000:])
             time.sleep(0.5)
