@@ -54,10 +54,17 @@ class Outcome:
     scores: dict = field(default_factory=dict)  # assignment -> (score, max_score)
 
 
-# A submission's processes (two kernels a notebook, engines, a check's ranks) each import
-# numpy; OpenBLAS would start a thread per core in each of them, which a grading machine
-# running two submissions at once pays for in CPU time and gains nothing from (small arrays).
-ONE_THREAD_EACH = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+# Every process of a submission (two kernels a notebook, engines, a check's ranks, bench.c's
+# runs) is started with these. OpenBLAS would start a thread per core in each process that
+# imports numpy: CPU time for nothing on small arrays when two submissions share the cores.
+# UCX, the network layer of the PyPI MPICH, patches the memory calls of every library a
+# process has loaded at MPI_Init, to keep its cache of registered memory for network cards
+# valid: half of an MPI job's start-up CPU time here (2 ranks: 0.17 -> 0.08 s), paid by about
+# 50 jobs a submission. Without the hooks UCX keeps no such cache, which grading never needs:
+# every job runs on one machine, where MPICH moves messages through its own shared memory (and
+# 04's TCP sweep through UCX registers none); latency and bandwidth there are the same.
+# Measured on 4 full submissions at JOBS=2: 230-237 CPU-s -> 207-211 (docs/GRADING.md).
+LIGHT_PROCESSES = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "UCX_MEM_EVENTS": "no"}
 
 
 def default_jobs() -> int:
@@ -134,7 +141,7 @@ def grade_one(
             env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
             env.update(PINGPONG_LAB_GRADING="1", HOME=str(work / "home"))
             env.update(TMPDIR=str(work / "tmp"), PINGPONG_LAB_BUILD=str(work / "c-build"))
-            env.update(ONE_THREAD_EACH)  # every kernel, engine and rank: one thread of math
+            env.update(LIGHT_PROCESSES)  # every kernel, engine and rank
             wrap = sandbox.grading_args(course, work) if isolate else []
             left = max(1.0, deadline - time.perf_counter())
             _grade_in_group(staged, student, left, env, wrap)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 from pingpong_lab.grader.__main__ import COMMANDS, main, parser
 
-from .gradebooks import make_course
+from .gradebooks import NAME, make_course
 
 
 def test_the_help_lists_every_command(capsys):
@@ -88,3 +89,27 @@ def test_grading_compiles_the_package_before_a_sandbox_sees_it_read_only(tmp_pat
     header = cached.read_bytes()[:16]
     assert header[:4] == importlib.util.MAGIC_NUMBER
     assert int.from_bytes(header[8:12], "little") == int(source.stat().st_mtime)
+
+
+def test_every_process_of_a_submission_starts_light(tmp_path, monkeypatch):
+    """What grading starts for a submission (kernels, engines, ranks) inherits one thread of
+    OpenBLAS and UCX without its memory hooks (half of an MPI job's start-up), besides the
+    grading mode and a private home, scratch and C build folder."""
+    from pingpong_lab.grader import classgrade
+
+    seen = {}
+
+    def record(staged, student, left, env, wrap):
+        seen.update(env)
+        raise RuntimeError("stopped after the environment was made")
+
+    monkeypatch.setattr(classgrade, "_grade_in_group", record)
+    monkeypatch.setenv("UCX_MEM_EVENTS", "yes")
+    course = make_course(tmp_path, students=("ann",))
+    outcome = classgrade.grade_one(course, "ann", [NAME], 30, isolate=False)
+    assert outcome.status == "failed" and "stopped after" in outcome.why
+    assert seen["UCX_MEM_EVENTS"] == "no"
+    assert seen["OPENBLAS_NUM_THREADS"] == seen["OMP_NUM_THREADS"] == "1"
+    assert seen["PINGPONG_LAB_GRADING"] == "1"
+    private = [seen[k] for k in ("HOME", "TMPDIR", "PINGPONG_LAB_BUILD")]
+    assert all(p.startswith(tempfile.gettempdir()) and "pingpong-grade-ann-" in p for p in private)
