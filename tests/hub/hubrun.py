@@ -2,9 +2,9 @@
 the hub started from hub/jupyterhub_config.py on a free port, users logged in through its login
 page in Debian's chromium.
 
-    with running_hub(tmp) as hub:                  # root, the proxy and chromium present
-        with hub.session(hub.instructor) as user:  # logged in, its server started
-            user.post("formgrader/api/assignment/01_pingpong/assign")
+    with running_hub(tmp) as hub, hub.browser() as chromium:  # root, the proxy, chromium
+        user = hub.login(chromium, hub.instructor)  # logged in, its lab open
+        user.page.goto(user.server + "formgrader/manage_assignments")
 
 On exit the hub is stopped by its PID (it stops the servers it started), the accounts and their
 homes are deleted, the folders the accounts step closed get their modes back, and the test
@@ -13,7 +13,6 @@ fails if a process of any of the accounts is still alive.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -55,25 +54,6 @@ class User:
     def __init__(self, hub, name: str, context, page):
         self.hub, self.name, self.context, self.page = hub, name, context, page
         self.server = f"{hub.base}/user/{name}/"
-
-    def _xsrf(self) -> str:
-        cookies = self.context.cookies(self.server)
-        return next(c["value"] for c in cookies if c["name"] == "_xsrf")
-
-    def request(self, method: str, path: str, **kwargs):
-        """An API call of this user's server, as its pages make it (cookie and XSRF token)."""
-        headers = {"X-XSRFToken": self._xsrf(), **kwargs.pop("headers", {})}
-        response = self.context.request.fetch(
-            self.server + path, method=method, headers=headers, timeout=600_000, **kwargs
-        )
-        assert response.ok, f"{method} {path}: {response.status} {response.text()[:500]}"
-        return json.loads(response.text()) if response.text() else None
-
-    def post(self, path: str, **kwargs):
-        return self.request("POST", path, **kwargs)
-
-    def get(self, path: str):
-        return self.request("GET", path)
 
     @property
     def home(self) -> Path:

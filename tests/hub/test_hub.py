@@ -79,6 +79,12 @@ def _assignment_list(user):
     return page.locator("#nbgrader-assignment-list, .nbgrader-AssignmentList, #assignments").first
 
 
+def _engines_cell(user) -> int:
+    """The index of the first cell of the user's 01 that starts MPI engines."""
+    nb = json.loads((user.home / NAME / f"{NAME}.ipynb").read_text())
+    return next(i for i, c in enumerate(nb["cells"]) if "MPICluster(" in "".join(c["source"]))
+
+
 def _start_engines_and_validate(user, expect_pass: bool, validate: bool = True) -> str:
     from playwright.sync_api import expect
 
@@ -86,8 +92,7 @@ def _start_engines_and_validate(user, expect_pass: bool, validate: bool = True) 
     page.goto(f"{user.server}lab/tree/{NAME}/{NAME}.ipynb")
     cells = page.locator(".jp-Notebook .jp-Cell")
     cells.first.wait_for()
-    nb = json.loads((user.home / NAME / f"{NAME}.ipynb").read_text())
-    engines = next(i for i, c in enumerate(nb["cells"]) if "MPICluster(" in "".join(c["source"]))
+    engines = _engines_cell(user)
     page.locator(".jp-StatusBar-Widget", has_text="| Idle").first.wait_for(timeout=120_000)
     cells.first.click()  # selected in command mode: Shift+Enter runs it and moves on
     for _ in range(engines + 1):
@@ -110,6 +115,44 @@ def _start_engines_and_validate(user, expect_pass: bool, validate: bool = True) 
     else:
         assert "NotImplementedError" in verdict, verdict[:2000]
     return verdict
+
+
+def _formgrader(teacher, column: str) -> str:
+    """Click 01's button in `column` of Formgrader's Manage Assignments table ("assign" is
+    Generate, "release", "collect", "generate-feedback", "release-feedback"), as the
+    instructor does, and wait for the dialog it opens; its text (a success dialog)."""
+    page = teacher.page
+    page.goto(f"{teacher.server}formgrader/manage_assignments")
+    row = page.locator("table tbody tr", has=page.locator("td.name", has_text=NAME))
+    row.locator(f"td.{column} a").click()
+    dialog = page.locator("#success-modal, #error-modal")
+    dialog.wait_for(state="visible", timeout=300_000)
+    text = dialog.inner_text()
+    if dialog.get_attribute("id") != "success-modal":
+        screenshot(page, f"hub-formgrader-{column}")
+        raise AssertionError(f"Formgrader's {column}: {text[-2000:]}")
+    return text
+
+
+def _cell_check_refuses(user, after: int) -> None:
+    """A cell the learner adds below cell `after` with a line grading refuses is not run, and
+    says why: the student lab's cell check is loaded in the kernel of a hub's server."""
+    from playwright.sync_api import expect
+
+    page = user.page
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    cells.nth(after).click()
+    page.keyboard.press("Escape")  # command mode on that cell
+    page.keyboard.press("b")  # a new cell below it
+    page.keyboard.press("Enter")
+    page.keyboard.type("import sys")
+    page.keyboard.press("Shift+Enter")
+    output = cells.nth(after + 1).locator(".jp-OutputArea-output").first
+    try:
+        expect(output).to_contain_text("This cell was not run", timeout=60_000)
+    except AssertionError:
+        screenshot(page, f"hub-cell-check-{user.name}")
+        raise
 
 
 def _scores(course) -> dict:
@@ -162,9 +205,8 @@ def test_a_term_on_the_hub(hub):
     with hub.browser() as chromium:
         teacher = hub.login(chromium, hub.instructor)
         course = teacher.home / "course"
-        for step in ("assign", "release"):
-            done_step = teacher.post(f"formgrader/api/assignment/{NAME}/{step}")
-            assert done_step["success"], done_step
+        assert "Successfully created the student version" in _formgrader(teacher, "assign")
+        assert "Successfully released" in _formgrader(teacher, "release")
 
         users = {}
         for student in (done, untouched):
@@ -192,21 +234,25 @@ def test_a_term_on_the_hub(hub):
             # on Slurm, the failing verdict is the local hub's: the work done is validated
             validate = student == done or "SLURM_CONF" not in hub.extra_env
             _start_engines_and_validate(user, student == done, validate)
+            if student == untouched:  # nothing of theirs is graded: a refused line costs nothing
+                _cell_check_refuses(user, _engines_cell(user))
             listing = _assignment_list(user)
             listing.get_by_role("button", name="Submit").first.click()
             user.page.wait_for_timeout(1000)
 
-        collected = teacher.post(f"formgrader/api/assignment/{NAME}/collect")
-        assert collected["success"], collected
+        assert "Successfully collected" in _formgrader(teacher, "collect")
         _grade_the_class(hub)
         scores = _scores(course)
         assert set(scores) == {done, untouched}
         assert scores[done]["written"][2], "the written answer waits for its hand score"
         assert scores[untouched]["written"][:3] == (0.0, None, False), "a blank answer is 0"
 
-        submissions = teacher.get(f"formgrader/api/submitted_notebooks/{NAME}/{NAME}")
-        mine = next(s for s in submissions if s["student"] == done)
-        teacher.page.goto(f"{teacher.server}formgrader/submissions/{mine['id']}/")
+        # Manual Grading: 01's notebook, the student's submission (names shown by its eye)
+        teacher.page.goto(f"{teacher.server}formgrader/gradebook/{NAME}/{NAME}")
+        row = teacher.page.locator("table tbody tr", has=teacher.page.locator(
+            "a.name-shown", has_text=done))  # fmt: skip
+        row.locator("td.reveal span.name-hidden").click()
+        row.locator("a.name-shown").click()
         heading = teacher.page.locator(".panel-heading", has=teacher.page.locator(f"#{WRITTEN}"))
         heading.locator("button.full-credit").click()  # Formgrader saves the score at once
         for _ in range(60):
@@ -217,20 +263,19 @@ def test_a_term_on_the_hub(hub):
         assert scores[done]["score"] == scores[done]["max"], scores[done]
         assert scores[untouched]["score"] < scores[untouched]["max"]
 
-        for step in ("generate_feedback", "release_feedback"):
-            done_step = teacher.post(f"formgrader/api/assignment/{NAME}/{step}")
-            assert done_step["success"], done_step
+        _formgrader(teacher, "generate-feedback")
+        _formgrader(teacher, "release-feedback")
 
         for student, user in users.items():
             user.page.reload()
             _assignment_list(user).get_by_role("button", name="Fetch Feedback").first.click()
             folder = user.home / NAME / "feedback"
-            for _ in range(60):
-                if list(folder.rglob("*.html")):
+            theirs = (course / "feedback" / student / NAME / f"{NAME}.html").read_bytes()
+            for _ in range(60):  # until the fetch has copied the whole page
+                pages = sorted(folder.rglob("*.html"))
+                if pages and pages[0].read_bytes() == theirs:
                     break
                 user.page.wait_for_timeout(500)
-            pages = sorted(folder.rglob("*.html"))
             assert len(pages) == 1, f"{student} has {len(pages)} feedback pages"
-            theirs = course / "feedback" / student / NAME / f"{NAME}.html"
-            assert pages[0].read_bytes() == theirs.read_bytes(), f"{student} got another page"
+            assert pages[0].read_bytes() == theirs, f"{student} got another page"
             user.context.close()
