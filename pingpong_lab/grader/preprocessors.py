@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import atexit
 import math
 import os
@@ -27,7 +28,7 @@ from .. import runtime
 from ..course.cells import is_c_cell, is_locked, is_test
 from ..engines.pool import EnginePool
 from ..engines.watchdog import wait_ended
-from .audit import KERNEL_ARGS, audit_notebook, unreadable
+from .audit import KERNEL_ARGS, audit_notebook, to_python, unreadable
 from .judge_kernel import JudgeError, JudgeKernel, learner_reply, names_read
 from .kernel_client import ReadyClient
 from .sandbox import NOT_DUMPABLE_LINE, REPO, can_confine, confine_prefix
@@ -412,14 +413,49 @@ _CLUSTER_SIZE = re.compile(r"\bMPICluster\(\s*(?:n\s*=\s*)?(\d+)")
 
 
 def engine_sizes(cells) -> set[int]:
-    """The numbers of engines that the learner's code cells of a notebook start (a test cell
-    runs in the judge, which borrows no engines)."""
+    """The numbers of engines that the learner's code cells of a notebook start when graded (a
+    test cell runs in the judge, which borrows no engines). Engines started only under
+    `if not grading.GRADING:` (an experiment that is not graded) are not counted: starting
+    them for nothing costs a submission a controller and its engines."""
     return {
-        int(n)
+        n
         for cell in cells
         if cell.cell_type == "code" and not is_test(cell)
-        for n in _CLUSTER_SIZE.findall(cell.source)
+        for n in _graded_cluster_sizes(cell.source)
     }
+
+
+def _graded_cluster_sizes(source: str) -> set[int]:
+    """The sizes of the MPICluster(...) calls of a cell that grading runs (every one found in
+    the text when the cell is not Python the audit can read)."""
+    try:
+        tree = ast.parse(to_python(source))
+    except SyntaxError:
+        return {int(n) for n in _CLUSTER_SIZE.findall(source)}
+    skipped = {  # the calls inside `if not grading.GRADING:` blocks
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and _not_grading(block.test)
+        for stmt in block.body
+        for node in ast.walk(stmt)
+    }
+    sizes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and id(node) not in skipped:
+            name = node.func.id if isinstance(node.func, ast.Name) else ""
+            given = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "n")]
+            if name == "MPICluster":
+                sizes |= {g.value for g in given if isinstance(g, ast.Constant)}
+    return sizes
+
+
+def _not_grading(test) -> bool:
+    """Whether an `if` test is `not grading.GRADING` (the course's grading-mode flag)."""
+    return (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and ast.unparse(test.operand) == "grading.GRADING"
+    )
 
 
 class _StudentPool:

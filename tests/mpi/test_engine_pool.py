@@ -109,11 +109,18 @@ def test_the_engine_sizes_of_a_notebook_are_read_from_its_code():
     from nbformat.v4 import new_code_cell, new_markdown_cell
 
     cells = [
-        new_code_cell("cluster = MPICluster(n=2).start()"),
+        new_code_cell("%matplotlib inline\ncluster = MPICluster(n=2).start()"),
         new_code_cell("with MPICluster(4, timeout=60) as cluster:\n    pass"),
         new_markdown_cell("MPICluster(n=8) in a text cell starts nothing"),
     ]
     assert engine_sizes(cells) == {2, 4}
+    # an experiment that is not graded is not run while grading: its engines are not started
+    ungraded = "x = {}\nif not grading.GRADING:\n    with MPICluster(n=6) as c:\n        x = 1"
+    assert engine_sizes([*cells, new_code_cell(ungraded)]) == {2, 4}
+    graded_too = ungraded + "\nelse:\n    MPICluster(n=3).start()"
+    assert engine_sizes([new_code_cell(graded_too)]) == {3}
+    unreadable = new_code_cell("if not grading.GRADING:\n    MPICluster(n=6)\n  oops(")
+    assert engine_sizes([unreadable]) == {6}  # not Python: every size in its text
 
 
 @requires_mpi
