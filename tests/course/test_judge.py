@@ -3,6 +3,8 @@ real kernels, no nbgrader command and no MPI; one confined as a class is graded.
 
 from __future__ import annotations
 
+import tempfile
+
 import nbformat
 import pytest
 from traitlets.config import Config
@@ -25,21 +27,27 @@ def _run(tmp_path, *sources, **traits):
 
 
 def _run_confined(tmp_path, *sources):
-    """As _run, but confined as a class is graded: student s1's notebook in a scratch course."""
+    """As _run, but confined as a class is graded: student s1's notebook in a scratch course,
+    with a temporary folder of its own (a class's grading gives each submission one)."""
     folder = tmp_path / "course" / "autograded" / "s1" / "nb"
     folder.mkdir(parents=True)
+    (tmp_path / "tmp").mkdir()
     config = Config()
     config.CourseDirectory.root = str(tmp_path / "course")
     cells = [s if isinstance(s, dict) else nbformat.v4.new_code_cell(s) for s in sources]
     nb = nbformat.v4.new_notebook(cells=cells)
     resources = {"metadata": {"path": str(folder)}, "nbgrader": {"student": "s1"}}
-    CrashTolerantExecute(config=config, timeout=25, engine_pool=False).preprocess(nb, resources)
+    tempdir, tempfile.tempdir = tempfile.tempdir, str(tmp_path / "tmp")
+    try:
+        CrashTolerantExecute(config=config, timeout=25, engine_pool=False).preprocess(nb, resources)
+    finally:
+        tempfile.tempdir = tempdir
     return nb.cells
 
 
 # What native code (a learner's C calling system(), a constructor in a C kernel) could run:
-# find every kernel connection file it can read (the runtime folder, /tmp, the command lines
-# in /proc) and ask each kernel but its own to run every later cell as `pass` (a kernel that
+# find every kernel connection file it can read (the grading's folders, the home, the command
+# lines in /proc) and ask each kernel but its own to run every later cell as `pass` (a kernel that
 # answers was reached).
 TAKE_OVER = """\
 import glob, json, os, socket, time
@@ -49,7 +57,7 @@ try:
     own = json.load(open(get_connection_file()))["key"]
 except Exception:
     own = None
-found = set(glob.glob("/tmp/**/*.json", recursive=True))
+found = set(glob.glob(os.path.join(WITHIN, "**", "*.json"), recursive=True))
 found |= set(glob.glob(os.path.expanduser("~/**/*.json"), recursive=True))
 for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
     try:
@@ -57,6 +65,10 @@ for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
     except OSError:
         continue
     found |= {parts[i + 1].decode() for i, p in enumerate(parts[:-1]) if p == b"-f"}
+# only the kernels of this grading (their files are in its scratch course and temporary
+# folder, WITHIN): other work's kernels on this machine are hidden from a class's grading by
+# its own sandbox (a private /tmp, no network), which this test does not start
+found = {p for p in found if os.path.realpath(p).startswith(WITHIN)}
 reached = 0
 for path in found:
     try:
@@ -89,13 +101,14 @@ print("kernels reached:", reached)
 
 @pytest.mark.skipif(not can_confine(), reason="bubblewrap cannot confine here")
 def test_neither_the_learners_kernel_nor_a_program_the_judge_runs_can_reach_the_judge(tmp_path):
+    take_over = f"WITHIN = {str(tmp_path.resolve())!r}\n" + TAKE_OVER
     cells = _run_confined(
         tmp_path,
-        TAKE_OVER,
+        take_over,
         _test("assert False, 'the judge decides'", "after_the_learner"),
         _test(
             "import subprocess, sys\n"
-            f"print(subprocess.run([sys.executable, '-c', {TAKE_OVER!r}], text=True,\n"
+            f"print(subprocess.run([sys.executable, '-c', {take_over!r}], text=True,\n"
             "                     capture_output=True).stdout)",
             "a_program",
         ),
