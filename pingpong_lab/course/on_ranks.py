@@ -462,6 +462,79 @@ def course_c_median(nbytes, reps):
     return {"t_median_s": None if out is None else float(out[0][0].t_median_s)}
 
 
+HALO_GROUPS = ("all ranks", "all but the last rank", "each rank alone")
+
+
+def halo_owned(rank: int, width: int) -> int:
+    """How many cells rank `rank` owns in the halo check: never fewer than `width`, and not the
+    same on every rank (an offset computed from another rank's length shows)."""
+    return int(width) + 1 + rank % 3
+
+
+def halo_cells(rank: int, width: int) -> np.ndarray:
+    """The values of rank `rank`'s owned cells: 1000 * (rank + 1) + the cell's index, so that a
+    value says whose cell it is."""
+    return 1000.0 * (rank + 1) + np.arange(halo_owned(rank, width))
+
+
+def _halo_region(u, lo, hi, want, name, rank) -> str | None:
+    got = u[lo:hi]
+    if np.array_equal(got, want):
+        return None
+    j = int(np.flatnonzero(got != want)[0])
+    return (f"rank {rank}'s {name} u[{lo}:{hi if hi else ''}] hold {got.tolist()[:6]}, expected "
+            f"{want.tolist()[:6]} (first difference at u[{lo + j if lo >= 0 else len(u) + lo + j}]"
+            ")")  # fmt: skip
+
+
+@work
+def halo(package, width, group):
+    """Engine side: a learner's fn(comm, u, width), a 1-D halo exchange, on the ranks of
+    `group` (HALO_GROUPS: COMM_WORLD, a communicator of all but the last rank, COMM_SELF).
+
+    Each rank's u holds `width` ghost cells on each side (-1 before the call) around the cells
+    it owns (halo_cells). Afterwards a rank's left ghosts must hold its left neighbour's last
+    `width` owned cells, its right ghosts its right neighbour's first `width`; the outer ghosts
+    of the first and last rank and every owned cell stay as they were. Returns {rank, ok,
+    detail} (detail names the first region that is wrong)."""
+    from mpi4py import MPI
+
+    fn, world = unship(package), MPI.COMM_WORLD
+    wrank, wsize = world.Get_rank(), world.Get_size()
+    if group not in HALO_GROUPS:
+        raise ValueError(f"unknown group {group!r}")
+    comm = world
+    if group == HALO_GROUPS[1]:
+        comm = world.Split(0 if wrank < wsize - 1 else MPI.UNDEFINED, wrank)
+    elif group == HALO_GROUPS[2]:
+        comm = MPI.COMM_SELF
+    result = {"rank": wrank, "ok": True, "detail": None}
+    if comm != MPI.COMM_NULL:
+        rank, size, w = comm.Get_rank(), comm.Get_size(), int(width)
+        u = np.full(halo_owned(rank, w) + 2 * w, -1.0)
+        u[w:-w] = halo_cells(rank, w)
+        expected = u.copy()
+        if rank > 0:
+            expected[:w] = halo_cells(rank - 1, w)[-w:]
+        if rank < size - 1:
+            expected[-w:] = halo_cells(rank + 1, w)[:w]
+        comm.Barrier()
+        fn(comm, u, w)
+        for lo, hi, name in ((0, w, "left ghost cells"), (w, -w, "owned cells"),
+                             (-w, None, "right ghost cells")):  # fmt: skip
+            wrong = _halo_region(u, lo, hi, expected[lo:hi], name, rank)
+            if wrong:
+                result.update(ok=False, detail=wrong + (
+                    " (-1: nothing arrived there)" if "ghost" in name and
+                    np.all(u[lo:hi] == -1) else ""))  # fmt: skip
+                break
+        comm.Barrier()
+        if comm not in (world, MPI.COMM_SELF):
+            comm.Free()
+    world.Barrier()
+    return result
+
+
 @jobs.job
 def fresh_ranks_job(spec: dict, comm) -> int:
     """The "fresh ranks" job (every rank): each run of a marked work, one JSON file per rank;

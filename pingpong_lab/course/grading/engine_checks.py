@@ -78,6 +78,29 @@ def check_safe_exchange(fn, sizes=(8, 8192, 1 << 20), timeout=MPIEXEC_TIMEOUT_S)
     return True
 
 
+def check_halo_exchange(fn, widths=(1, 3), nranks=3, groups=on_ranks.HALO_GROUPS[:1],
+                        timeout=MPIEXEC_TIMEOUT_S):  # fmt: skip
+    """AssertionError unless fn(comm, u, width) fills every rank's ghost cells from its
+    neighbours, and nothing else, at each width (cells of 8 bytes) on each group of ranks
+    (on_ranks.HALO_GROUPS) of one fresh job of `nranks`; a width that does not finish by the
+    deadline is a DeadlockError that names it."""
+    runs = [[int(w), g] for g in groups for w in widths]
+    try:
+        results = on_fresh_ranks(on_ranks.halo, runs, [fn], nranks, timeout)
+    except Unfinished as exc:
+        w, group = runs[exc.run]
+        raise DeadlockError(
+            f"the halo exchange of width {w} ({nbytes_text(8 * w)} per message) on {group} of "
+            f"{nranks} did not finish within {timeout:g} s: a rank waits for a message that "
+            "never comes (every rank sending first works only while MPI buffers the message: "
+            "pair each send with its receive, Sendrecv, or post the receives first with Irecv)"
+        ) from None
+    for (w, group), ranks in zip(runs, results):
+        bad = [r["detail"] for r in ranks if not r["ok"]]
+        assert not bad, f"width {w}, {group} of {nranks}: " + "; ".join(bad)
+    return True
+
+
 def safe_exchange_on_engines(cluster, fn, nbytes, timeout=ENGINE_TIMEOUT_S):
     """One exchange of nbytes on the learner's engines (a DeadlockError past the deadline)."""
     results = cluster.run(on_ranks.safe_exchange, ship(fn), int(nbytes), timeout=timeout)
