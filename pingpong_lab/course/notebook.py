@@ -184,6 +184,31 @@ def run_c_pingpong(cluster, lib, nbytes=1000, iters=3, function="pingpong_c") ->
     print(f"{iters} round trips of {nbytes} B in C: echoes {verdict}")
 
 
+def show_halo(fn, nranks=3, width=2, timeout=grading.MPIEXEC_TIMEOUT_S) -> None:
+    """Run fn(comm, u, width) once on `nranks` fresh ranks and print every rank's u before and
+    after (ghost cells | owned cells | ghost cells; -1 marks a ghost cell nothing was written
+    to), then what is wrong, if anything."""
+    from .grading.fresh_ranks import Unfinished, on_fresh_ranks
+
+    try:
+        (ranks,) = on_fresh_ranks(on_ranks.halo, [[int(width), on_ranks.HALO_GROUPS[0], True]],
+                                  [fn], nranks, timeout)  # fmt: skip
+    except Unfinished:
+        raise DeadlockError(f"the halo exchange of width {width} on {nranks} ranks did not "
+                            f"finish within {timeout:g} s") from None  # fmt: skip
+
+    def text(u):
+        cells = [f"{v:g}" for v in u]
+        return " ".join(cells[:width]) + " | " + " ".join(cells[width:-width]) + " | " + " ".join(
+            cells[-width:])  # fmt: skip
+
+    for r in ranks:
+        print(f"rank {r['rank']}  before: {text(r['before'])}")
+        print(f"        after:  {text(r['after'])}")
+    wrong = [r["detail"] for r in ranks if not r["ok"]]
+    print("\n".join(wrong) if wrong else "every ghost cell holds its neighbour's cell: ok")
+
+
 def run_pickle_pingpong(cluster, fn, obj, iters=2, timeout=ENGINE_TIMEOUT_S):
     """Rank 0's result of fn(comm, obj) on the engines (the echoed object)."""
     return cluster.run(on_ranks.pickle_pingpong, ship(fn), obj, iters, timeout=timeout)[0]

@@ -488,7 +488,7 @@ def _halo_region(u, lo, hi, want, name, rank) -> str | None:
 
 
 @work
-def halo(package, width, group):
+def halo(package, width, group, keep=False):
     """Engine side: a learner's fn(comm, u, width), a 1-D halo exchange, on the ranks of
     `group` (HALO_GROUPS: COMM_WORLD, a communicator of all but the last rank, COMM_SELF).
 
@@ -496,7 +496,8 @@ def halo(package, width, group):
     it owns (halo_cells). Afterwards a rank's left ghosts must hold its left neighbour's last
     `width` owned cells, its right ghosts its right neighbour's first `width`; the outer ghosts
     of the first and last rank and every owned cell stay as they were. Returns {rank, ok,
-    detail} (detail names the first region that is wrong)."""
+    detail} (detail names the first region that is wrong), with keep=True also the rank's u
+    before and after the call (lists)."""
     from mpi4py import MPI
 
     fn, world = unship(package), MPI.COMM_WORLD
@@ -518,8 +519,11 @@ def halo(package, width, group):
             expected[:w] = halo_cells(rank - 1, w)[-w:]
         if rank < size - 1:
             expected[-w:] = halo_cells(rank + 1, w)[:w]
+        before = u.copy()
         comm.Barrier()
         fn(comm, u, w)
+        if keep:
+            result.update(before=before.tolist(), after=u.tolist())
         for lo, hi, name in ((0, w, "left ghost cells"), (w, -w, "owned cells"),
                              (-w, None, "right ghost cells")):  # fmt: skip
             wrong = _halo_region(u, lo, hi, expected[lo:hi], name, rank)

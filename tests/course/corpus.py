@@ -437,6 +437,25 @@ def time_pair_loop(comm, exchange, sendbuf, recvbuf, iters, warmup=20, barrier=F
         samples[i] = 0.5 * (stop - start) if timing else np.nan
     return samples
 ''',
+    # receives posted first, both neighbours by hand at the ends, one Waitall
+    "halo_exchange": '''\
+from mpi4py import MPI
+
+
+def halo_exchange(comm, u, width):
+    """Ghost cells from both neighbours; no neighbour beyond either end."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    pending = []
+    if rank > 0:
+        pending.append(comm.Irecv(u[:width], source=rank - 1, tag=3))
+    if rank < size - 1:
+        pending.append(comm.Irecv(u[-width:], source=rank + 1, tag=3))
+    if rank > 0:
+        pending.append(comm.Isend(u[width : 2 * width], dest=rank - 1, tag=3))
+    if rank < size - 1:
+        pending.append(comm.Isend(u[-2 * width : -width], dest=rank + 1, tag=3))
+    MPI.Request.Waitall(pending)
+''',
 }
 
 _CONTENTION_SHORTCUTS = {
@@ -483,6 +502,19 @@ def aggregation_gain(k, m, alpha, beta):
 def worth_aggregating(m, alpha, beta):
     return bool(m < alpha / beta)
 """,
+    # every rank sends before it receives: right while MPI buffers the halo (eager), a
+    # deadlock above that; only the large-halo check may be lost
+    "halo_exchange": """\
+def halo_exchange(comm, u, width):
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if rank + 1 < size:
+        comm.Send(u[-2 * width : -width], dest=rank + 1)
+    if rank > 0:
+        comm.Send(u[width : 2 * width], dest=rank - 1)
+        comm.Recv(u[:width], source=rank - 1)
+    if rank + 1 < size:
+        comm.Recv(u[-width:], source=rank + 1)
+""",
 }
 
 # student -> assignment -> (answer cells by grade_id, test cells that must score 0)
@@ -502,7 +534,12 @@ CORPUS = {
         "04_model": (_MODEL_SHORTCUTS, {"test_find_breakpoint", "test_fit_alpha_beta"}),
         "05_contention": (
             _CONTENTION_SHORTCUTS,
-            {"test_contention_summary", "test_aggregation", "test_pair_timing"},
+            {
+                "test_contention_summary",
+                "test_aggregation",
+                "test_pair_timing",
+                "test_halo_no_deadlock",
+            },
         ),
     },
 }

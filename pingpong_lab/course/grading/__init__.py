@@ -23,6 +23,7 @@ Test cells follow three rules (DESIGN.md, "Grade the code, not the machine"):
 
 import sys
 
+from ..on_ranks import HALO_GROUPS
 from .cbench import (
     build_bench,
     check_bench_against_reference,
@@ -89,6 +90,7 @@ from .trace import (
 )
 
 __all__ = [
+    "HALO_GROUPS",
     "ENGINE_TIMEOUT_S",
     "GRADING",
     "MPIEXEC_TIMEOUT_S",

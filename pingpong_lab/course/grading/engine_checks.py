@@ -23,6 +23,7 @@ from pathlib import Path
 from ...engines.shipping import ship
 from ...errors import DeadlockError
 from .. import on_ranks
+from ..deadlocks import WAIT_QUIETLY
 from .cbuild import GRADED_KINDS, NOT_IMPLEMENTED, compile_student_c
 from .fakempi import Op, describe_op
 from .fresh_ranks import Unfinished, on_fresh_ranks
@@ -86,14 +87,22 @@ def check_halo_exchange(fn, widths=(1, 3), nranks=3, groups=on_ranks.HALO_GROUPS
     deadline is a DeadlockError that names it."""
     runs = [[int(w), g] for g in groups for w in widths]
     try:
-        results = on_fresh_ranks(on_ranks.halo, runs, [fn], nranks, timeout)
+        # ranks that wait sleep between polls (no timing here): a deadlocked exchange does not
+        # keep every core busy until its deadline
+        results = on_fresh_ranks(on_ranks.halo, runs, [fn], nranks, timeout, env=WAIT_QUIETLY)
     except Unfinished as exc:
         w, group = runs[exc.run]
+        why = (
+            "every rank sending first works only while MPI buffers the message: pair each "
+            "send with its receive, Sendrecv, or post the receives first with Irecv"
+            if group == on_ranks.HALO_GROUPS[0]
+            else "check that it uses the communicator it is given (comm), not MPI.COMM_WORLD: "
+            "here comm holds only some of the ranks"
+        )
         raise DeadlockError(
             f"the halo exchange of width {w} ({nbytes_text(8 * w)} per message) on {group} of "
             f"{nranks} did not finish within {timeout:g} s: a rank waits for a message that "
-            "never comes (every rank sending first works only while MPI buffers the message: "
-            "pair each send with its receive, Sendrecv, or post the receives first with Irecv)"
+            f"never comes ({why})"
         ) from None
     for (w, group), ranks in zip(runs, results):
         bad = [r["detail"] for r in ranks if not r["ok"]]
