@@ -158,6 +158,19 @@ def _regime_sizes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.isin(x, small), np.isin(x, large)
 
 
+def _fixed_bandwidth(x: np.ndarray, y: np.ndarray, weighted: bool):
+    """(beta, (smallest, largest size)) of the line through the largest BANDWIDTH_SIZES sizes
+    above the latency sizes (the regime reading's), or (NaN, None) without two such sizes or
+    a positive slope."""
+    _, bw_mask = _regime_sizes(x)
+    if np.unique(x[bw_mask]).size < 2:
+        return math.nan, None
+    beta = model.fit_linear(x[bw_mask], y[bw_mask], weighted).beta_s_per_byte
+    if not beta > 0:
+        return math.nan, None
+    return float(beta), (int(x[bw_mask].min()), int(x[bw_mask].max()))
+
+
 def _regimes(x: np.ndarray, y: np.ndarray, weighted: bool) -> RegimeFit:
     lat_mask, bw_mask = _regime_sizes(x)
     xl, yl = x[lat_mask], y[lat_mask]
@@ -253,27 +266,26 @@ class Headline:
     def estimate(self, nbytes, t) -> tuple[float, float]:
         """(alpha, beta) read the same way from other times of the sweep's sizes (one round).
 
-        The same breakpoints or size ranges are used, nothing is searched again; NaN where the
-        times do not allow it (too few sizes, a non-positive alpha or beta).
+        The same breakpoints or size ranges are used (beta from ``bandwidth_bytes`` whatever
+        the method), nothing is searched again; NaN where the times do not allow it (too few
+        sizes, a non-positive alpha or beta).
         """
         x, y = _sorted_xy(nbytes, t)
         alpha = beta = math.nan
         try:
             if self.method == "single line":
-                f = model.fit_linear(x, y, self.weighted)
-                alpha, beta = f.alpha_s, f.beta_s_per_byte
+                alpha = model.fit_linear(x, y, self.weighted).alpha_s
             elif self.method == "piecewise":
-                lo, hi = self.breakpoints[0], self.breakpoints[-1]
+                lo = self.breakpoints[0]
                 alpha = model.fit_linear(x[x < lo], y[x < lo], self.weighted).alpha_s
                 alpha = alpha if _latency_like(alpha, y[x < lo]) else math.nan
-                beta = model.fit_linear(x[x >= hi], y[x >= hi], self.weighted).beta_s_per_byte
             else:
                 lat = (x >= self.latency_bytes[0]) & (x <= self.latency_bytes[1])
                 f = model.fit_linear(x[lat], y[lat], self.weighted)
                 alpha = f.alpha_s if _latency_like(f.alpha_s, y[lat]) else float(np.median(y[lat]))
-                if self.bandwidth_bytes is not None:
-                    big = (x >= self.bandwidth_bytes[0]) & (x <= self.bandwidth_bytes[1])
-                    beta = model.fit_linear(x[big], y[big], self.weighted).beta_s_per_byte
+            if self.bandwidth_bytes is not None:
+                big = (x >= self.bandwidth_bytes[0]) & (x <= self.bandwidth_bytes[1])
+                beta = model.fit_linear(x[big], y[big], self.weighted).beta_s_per_byte
         except ValueError:
             pass
         return (
@@ -335,6 +347,19 @@ def choose(
     return with_floor(h, floor) if floor else h
 
 
+def _bandwidth_reading(x, y, weighted, model_beta, model_bytes, model_part):
+    """(beta, its sizes, a few words saying where it came from): the fixed bandwidth regime
+    (:func:`_fixed_bandwidth`) where it gives one, else the model's own `model_part`."""
+    beta, bw_bytes = _fixed_bandwidth(x, y, weighted)
+    if bw_bytes is not None:
+        lo, hi = (format_bytes(b) for b in bw_bytes)
+        return beta, bw_bytes, (
+            f"bandwidth from the largest sizes ({lo} .. {hi}), the same sizes whatever the "
+            "number of lines"
+        )  # fmt: skip
+    return model_beta, model_bytes, f"bandwidth from {model_part}"
+
+
 def _choose(nbytes, t, weighted: bool, min_r2: float) -> Headline:
     x, y = _sorted_xy(nbytes, t)
     single = model.fit_linear(x, y, weighted)
@@ -375,15 +400,18 @@ def _choose(nbytes, t, weighted: bool, min_r2: float) -> Headline:
                     "below zero when extended down to 0 bytes: its intercept is no latency (the "
                     "latency is the lowest segment's), its slope is the bandwidth."
                 )
+            beta, bw_bytes, bw_why = _bandwidth_reading(
+                x, y, weighted, pw.upper.beta_s_per_byte, ranges[-1], "the highest segment"
+            )
             return made(
                 method="piecewise",
                 why=f"{pw.n_segments} lines fit better than one ({bic}); {line_fits}; "
-                "latency from the lowest segment, bandwidth from the highest",
+                f"latency from the lowest segment, {bw_why}",
                 alpha_s=pw.lower.alpha_s,
-                beta_s_per_byte=pw.upper.beta_s_per_byte,
+                beta_s_per_byte=beta,
                 r2=_weighted_r2(y, pw.predict(x), weighted),
                 latency_bytes=ranges[0],
-                bandwidth_bytes=ranges[-1],
+                bandwidth_bytes=bw_bytes,
                 model=pw,
             )
         if not _latency_like(pw.lower.alpha_s, lowest):
@@ -397,14 +425,19 @@ def _choose(nbytes, t, weighted: bool, min_r2: float) -> Headline:
             bad = "the highest segment's beta is not positive (no bandwidth)"
         unusable = f"; {pw.n_segments} lines fit better ({bic}) but {bad}"
     if not single_problems:
+        beta, bw_bytes, bw_why = _bandwidth_reading(
+            x, y, weighted, single.beta_s_per_byte, (int(x.min()), int(x.max())), "the line"
+        )
         return made(
             method="single line",
-            why=line_fits + (unusable or " and two or three lines are not better by BIC"),
+            why=line_fits
+            + (unusable or " and two or three lines are not better by BIC")
+            + f"; {bw_why}",
             alpha_s=single.alpha_s,
-            beta_s_per_byte=single.beta_s_per_byte,
+            beta_s_per_byte=beta,
             r2=single.r2,
             latency_bytes=(int(x.min()), int(x.max())),
-            bandwidth_bytes=(int(x.min()), int(x.max())),
+            bandwidth_bytes=bw_bytes,
             model=single,
         )
     reg = _regimes(x, y, weighted)

@@ -224,6 +224,29 @@ def test_interleaved_rounds_come_from_the_provenance():
     assert headline.interleaved_rounds({"interleaved": True, "rounds": 1}) is None
 
 
+@pytest.mark.parametrize("reading", ["3 lines", "2 lines", "1 line"])
+def test_the_bandwidth_is_read_from_the_same_sizes_whatever_the_number_of_lines(reading):
+    # BIC choosing 2 or 3 lines for runs of one machine moved 1/beta (the slope of the highest
+    # segment: from 8 KiB up, or from the cache cliff up); now it is always the largest sizes'
+    if reading == "3 lines":
+        t = _step_and_cliff(0)
+    else:
+        s = synthetic_sweep(ALPHA, BETA, sizes=SIZES, noise="gaussian", reps=30, seed=1,
+                            **({"breakpoint": 65536, "alpha2": 20e-6} if reading == "2 lines"
+                               else {}))  # fmt: skip
+        t = s.medians
+    h = headline.choose(SIZES, t)
+    assert (
+        h.method
+        == {"3 lines": "piecewise", "2 lines": "piecewise", "1 line": "single line"}[reading]
+    )
+    largest = SIZES[-headline.BANDWIDTH_SIZES :]
+    assert h.bandwidth_bytes == (largest[0], largest[-1])
+    line = model.fit_linear(largest, t[-headline.BANDWIDTH_SIZES :])
+    assert h.beta_s_per_byte == pytest.approx(line.beta_s_per_byte)
+    assert "the same sizes whatever the number of lines" in h.why
+
+
 def test_each_round_is_read_the_same_way_without_a_new_search():
     t = _step_and_cliff(0)
     h = headline.choose(SIZES, t)
@@ -244,7 +267,10 @@ def test_the_method_line_names_the_reading_and_why():
     assert line.startswith("piecewise fit, 3 lines (breaks at 8 KiB, ")
     assert "3 lines fit better than one (BIC " in line
     assert "one line does not fit all sizes (R^2 = " in line
-    assert line.endswith("latency from the lowest segment, bandwidth from the highest")
+    assert line.endswith(
+        "latency from the lowest segment, bandwidth from the largest sizes (8 MiB .. 64 MiB), "
+        "the same sizes whatever the number of lines"
+    )
     d = h.as_dict()
     assert d["method"] == "piecewise" and d["breakpoints_bytes"][0] == EAGER
     assert d["bandwidth_GiBps"] == pytest.approx(h.bandwidth_Bps / GIB)

@@ -29,7 +29,12 @@ def test_a_single_protocol_step_is_read_from_the_piecewise_segments(tmp_path):
     n = analysis["numbers"]
     pw = model.fit_piecewise(sweep.nbytes, sweep.medians)
     assert n["headline_method"] == "piecewise" and n["alpha_s"] == pytest.approx(pw.lower.alpha_s)
-    assert n["bandwidth_Bps"] == pytest.approx(pw.upper.bandwidth_Bps)
+    # the bandwidth from the largest four sizes, the same sizes whatever BIC chose
+    assert n["bandwidth_Bps"] == pytest.approx(pw.upper.bandwidth_Bps, rel=0.03)
+    big = sweep.nbytes[-headline.BANDWIDTH_SIZES :]
+    assert n["bandwidth_bytes"] == [int(big[0]), int(big[-1])]
+    line = model.fit_linear(big, sweep.medians[-headline.BANDWIDTH_SIZES :])
+    assert n["bandwidth_Bps"] == pytest.approx(line.bandwidth_Bps)
     assert n["latency_bytes"] == [1, 32768] and n["breakpoint_bytes"] == 65536
     assert "single_line_problems" not in n and "WARNING" not in text
     assert "| method (C blocking) | piecewise fit, 2 lines (break at 64 KiB) |" in text
