@@ -8,13 +8,21 @@ headline is read in the first of these ways that works, and says which and why:
 
 ``"piecewise"``
     Two or three lines are better than one by BIC (:func:`model.fit_piecewise`): alpha is the
-    intercept of the lowest segment, beta the slope of the highest.
+    intercept of the lowest segment.
 ``"single line"``
     One line fits (:func:`model.fit_problems` finds nothing: alpha and beta positive,
-    R^2 >= 0.9) and more lines are not better.
+    R^2 >= 0.9) and more lines are not better: alpha is its intercept.
 ``"regimes"``
     Neither: alpha from a line through the smallest sizes (up to ``LATENCY_MAX_BYTES``), beta
     from a line through the largest ``BANDWIDTH_SIZES`` sizes, nothing assumed in between.
+
+Whatever the reading, beta is the slope through the same sizes, the largest
+``BANDWIDTH_SIZES`` of the sweep (the regime reading's): the asymptotic bandwidth of the
+largest messages. Runs of one machine had BIC choose 2 lines (the highest from 8 KiB up) or 3
+(the highest from the cache cliff at 4-8 MiB up), and the slope of "the highest segment" then
+moved with that choice; the same sizes every run remove it. The piecewise segments still say
+where the protocol and the caches change (the breakpoints, the drawing). Only when those sizes
+give no positive slope is beta the highest segment's (the line's).
 
 A piecewise reading is used only when its lowest segment gives a latency (alpha positive and not
 above every time of its sizes: a line that falls with the size, e.g. through two slow outliers

@@ -31,6 +31,7 @@ __all__ = [
     "generator",
     "mann_whitney",
     "max_across_ranks",
+    "round_trips",
     "measured_timer_resolution",
     "median_ci",
     "min_samples_for_median_ci",
@@ -390,6 +391,28 @@ def max_across_ranks(samples_2d) -> np.ndarray:
     out = np.where(np.isnan(a), -np.inf, a).max(axis=0)
     out[np.isneginf(out)] = np.nan
     return out
+
+
+def round_trips(samples_2d, starter: int = 0) -> np.ndarray:
+    """Per-iteration times of a ping-pong: the starting rank's readings (rows = ranks).
+
+    The starting rank's clock runs from its send to the arrival of the reply: the whole round
+    trip. The answering rank's iteration i runs from the moment its reply i-1 left to the moment
+    reply i left, about half a round trip earlier than the starter's: the two readings of
+    "iteration i" are not the same exchange. A stall that delays the starter after the reply
+    arrived (between its iteration i and i+1) lands in the starter's reading i and in the answering
+    rank's reading i+1, so a per-iteration maximum of the two rows (`max_across_ranks`, right for
+    ranks that exchange at the same time) counts it twice. Falls back to `max_across_ranks`
+    when the starting rank measured nothing (a row of NaN).
+    """
+    a = np.asarray(samples_2d, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"expected a 2-D array (ranks, iterations), got shape {a.shape}")
+    if not 0 <= starter < a.shape[0]:
+        raise ValueError(f"no row {starter} in samples of {a.shape[0]} rank(s)")
+    if np.all(np.isnan(a[starter])):
+        return max_across_ranks(a)
+    return a[starter].copy()
 
 
 def null_max_of_pairs(one_pair_samples, pairs: int, iterations: int | None = None, rng=0):

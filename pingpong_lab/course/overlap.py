@@ -152,16 +152,17 @@ def overlap_job(spec: dict, comm) -> int:
                         control.append(c)
                         tests.append(n)
                 paired = float(np.median(np.subtract(mine, control)))  # each trial - its control
-                both = comm.gather((computing, float(np.median(mine)), float(np.median(control)),
-                                    paired, tests, bad), root=0)  # fmt: skip
+                both = comm.gather((computing, mine, control, paired, tests, bad), root=0)
                 if rank == 0:
                     busy, work, exposed, n = next((m, w, e, n) for c, m, w, e, n, _ in both if c)
                     idle = next(m for c, m, *_ in both if not c)
                     rows.append({
                         "nbytes": int(nbytes), "side": side, "strategy": strategy,
-                        "computing_s": busy, "work_s": work, "exposed_s": exposed,
-                        "peer_done_s": idle, "corrupt": sum(b for *_, b in both),
+                        "computing_s": float(np.median(busy)), "work_s": float(np.median(work)),
+                        "exposed_s": exposed, "peer_done_s": float(np.median(idle)),
+                        "corrupt": sum(b for *_, b in both),
                         "tests_until_done": _tests_median(n) if strategy == "Test" else None,
+                        "samples_s": {"computing": busy, "control": work, "peer": idle},
                     })  # fmt: skip
     if rank == 0:
         result = {"rows": rows}
@@ -186,9 +187,11 @@ def measure(settings: dict | None = None, sizes=SIZES, reps: int = REPS,
     """Run every case on 2 fresh ranks under one arm's MPI settings (eager.environment).
 
     Returns {"reps", "settings", "rows": [{nbytes, side, strategy, computing_s, work_s,
-    exposed_s, peer_done_s, corrupt}]}: medians in seconds of the computing rank's time, of its
-    control trials (the same work without a message, interleaved), their difference, and of
-    the peer's time; corrupt counts the trials whose payload arrived wrong. RuntimeError when
+    exposed_s, peer_done_s, corrupt, tests_until_done, samples_s}]}: medians in seconds of the
+    computing rank's time, of its control trials (the same work without a message,
+    interleaved), of their paired differences, and of the peer's time; corrupt counts the
+    trials whose payload arrived wrong; samples_s keeps every trial's time ("computing",
+    "control", "peer"). RuntimeError when
     the job fails or passes its deadline (the job is ended whole), with MPI's last lines.
     """
     sizes = [int(n) for n in sizes]

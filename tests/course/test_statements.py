@@ -71,8 +71,11 @@ CORRECTIONS = [
     ("05_contention", "<no such text>", "LogGP"),
     # blocking against non-blocking: a rank test on repeated runs, not one run by eye
     ("02_timing", "within 5 % counts as the same", "notebook.compare_runs("),
-    # 03 Part A counts each iteration once (the max over the ranks' readings), as Part B says
-    ("03_variability", "d = describe(raw[nbytes])", "stats.max_across_ranks(raw[nbytes])"),
+    # 03 Part A counts each iteration once: the starting rank's round trip, not the larger of
+    # two readings half a round trip apart (which counts a stall on the way back twice)
+    ("03_variability", "d = describe(raw[nbytes])", "stats.round_trips(raw[nbytes])"),
+    ("03_variability", "describe(stats.max_across_ranks(raw[nbytes]))", "paired by index"),
+    ("03_variability", "same round trip, started and stopped at slightly", "half a round trip"),
     # the null model of 05 comes with its interval within the run, and says that is all it is
     ("05_contention", "<no such text>", "stats.null_median_interval("),
     # 05's aggregation is modelled with the alpha and beta of the calls the batches make

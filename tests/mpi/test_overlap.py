@@ -24,6 +24,10 @@ def test_every_payload_arrives_intact_in_every_case(arms):
         assert "error" not in arm, (name, arm)
         assert len(arm["rows"]) == 2 * len(overlap.SIDES) * len(overlap.STRATEGIES)
         assert all(r["corrupt"] == 0 for r in arm["rows"]), name
+        for r in arm["rows"]:  # every trial kept, not only the medians
+            assert {k: len(v) for k, v in r["samples_s"].items()} == dict.fromkeys(
+                ("computing", "control", "peer"), 5
+            )
 
 
 def test_a_rendezvous_message_waits_for_a_receiver_that_only_calls_wait(arms):

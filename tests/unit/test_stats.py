@@ -141,6 +141,38 @@ def test_max_across_ranks_gives_nan_for_an_iteration_nobody_measured():
     assert out[0] == 2.0 and math.isnan(out[1])
 
 
+def _pingpong_readings(iters, stall_in, stall=50.0, one_way=1.0, gap=0.2):
+    """Both ranks' samples of a simulated blocking ping-pong timed as notebook 02 times it (a
+    clock reading before the first round trip and after each one, half of each difference),
+    with one stall of `stall` in round trip 5: "reply" delays the reply's arrival at rank 0,
+    "message" the message's arrival at rank 1."""
+    send = [0.0]  # rank 0 starts round trip i
+    reply_left, reply_back = [], []  # rank 1's Send returns (eager); rank 0's Recv returns
+    for i in range(iters):
+        arrives = send[i] + one_way + (stall if (i == 5 and stall_in == "message") else 0.0)
+        reply_left.append(arrives)
+        reply_back.append(arrives + one_way + (stall if (i == 5 and stall_in == "reply") else 0.0))
+        send.append(reply_back[i] + gap)
+    rank0 = np.diff([0.0, *reply_back]) / 2
+    rank1 = np.diff([0.0, *reply_left]) / 2  # rank 1 reads its clock first at time 0 too
+    return np.array([rank0, rank1])
+
+
+@pytest.mark.parametrize("stall_in", ["message", "reply"])
+def test_a_pingpongs_stall_counts_once_in_its_round_trips(stall_in):
+    a = _pingpong_readings(20, stall_in)
+    slow = lambda x: int(np.sum(x > 10.0))  # noqa: E731
+    assert slow(stats.round_trips(a)) == 1
+    # the per-iteration max pairs readings half a round trip apart: a stall on the reply's way
+    # back is in rank 0's reading 5 and rank 1's reading 6, and the max counts it twice
+    assert slow(stats.max_across_ranks(a)) == (2 if stall_in == "reply" else 1)
+    np.testing.assert_array_equal(stats.round_trips(a), a[0])
+    idle_starter = np.array([np.full(3, np.nan), [1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(stats.round_trips(idle_starter), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="no row 2"):
+        stats.round_trips(a, starter=2)
+
+
 def test_max_across_ranks_refuses_all_nan_and_non_2d_input():
     with pytest.raises(ValueError, match="no rank measured"):
         stats.max_across_ranks(np.full((2, 3), np.nan))
