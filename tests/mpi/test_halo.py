@@ -76,6 +76,20 @@ def sends_first(comm, u, width):
         comm.Recv(u[-width:], rank + 1)
 
 
+def only_rank_1_receives_first(comm, u, width):
+    """A misreading of the parity rule: rank 1 receives first, every other rank sends first."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    for peer, mine, ghosts in ((rank + 1, u[-2 * width : -width], u[-width:]),
+                               (rank - 1, u[width : 2 * width], u[:width])):  # fmt: skip
+        if 0 <= peer < size:
+            if rank == 1:
+                comm.Recv(ghosts, peer)
+                comm.Send(mine, peer)
+            else:
+                comm.Send(mine, peer)
+                comm.Recv(ghosts, peer)
+
+
 def wraps_around(comm, u, width):
     rank, size = comm.Get_rank(), comm.Get_size()
     left, right = (rank - 1) % size, (rank + 1) % size
@@ -99,7 +113,18 @@ def on_the_world(comm, u, width):
 def test_every_legal_halo_exchange_passes_everywhere_the_grader_looks(fn):
     assert grading.check_halo_exchange(fn, widths=(1, 3), nranks=3)
     assert grading.check_halo_exchange(fn, widths=(2,), nranks=4, groups=grading.HALO_GROUPS)
-    assert grading.check_halo_exchange(fn, widths=(16384,), nranks=3)
+    assert grading.check_halo_exchange(
+        fn, widths=(16384,), nranks=4, groups=grading.HALO_GROUPS[:2]
+    )  # as the graded check runs it
+
+
+@pytest.mark.parametrize("fn", [sends_first, only_rank_1_receives_first])
+def test_an_order_that_relies_on_buffering_loses_the_large_halo_check(fn):
+    assert grading.check_halo_exchange(fn, widths=(1, 3), nranks=3)
+    with pytest.raises(DeadlockError, match=r"width 16384 \(131072 bytes per message\)"):
+        grading.check_halo_exchange(
+            fn, widths=(16384,), nranks=4, groups=grading.HALO_GROUPS[:2], timeout=5
+        )
 
 
 def test_sending_first_passes_eager_halos_and_fails_a_large_one_by_its_deadline():

@@ -93,8 +93,10 @@ def check_halo_exchange(fn, widths=(1, 3), nranks=3, groups=on_ranks.HALO_GROUPS
     except Unfinished as exc:
         w, group = runs[exc.run]
         why = (
-            "every rank sending first works only while MPI buffers the message: pair each "
-            "send with its receive, Sendrecv, or post the receives first with Irecv"
+            "a receive that no send matches (a wrong neighbour or tag), or, for a large halo, "
+            "blocking sends that wait for receives the neighbours have not posted because "
+            "they are sending too: pair each send with its receive (Sendrecv), order the "
+            "calls by parity, or post the receives first (Irecv)"
             if group == on_ranks.HALO_GROUPS[0]
             else "check that it uses the communicator it is given (comm), not MPI.COMM_WORLD: "
             "here comm holds only some of the ranks"
