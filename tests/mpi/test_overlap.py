@@ -33,8 +33,10 @@ def test_every_payload_arrives_intact_in_every_case(arms):
 def test_a_rendezvous_message_waits_for_a_receiver_that_only_calls_wait(arms):
     for name in arms:
         row = overlap.case(arms, name, MIB, "receiver computes", "Wait only")
-        # the sender cannot be done before the receiver's work ends and it calls Wait
-        assert row["peer_done_s"] >= 0.9 * row["work_s"], (name, row)
+        # the sender cannot be done before the receiver's work ends and it calls Wait (the
+        # work is about 3 ms, one copy about 0.1 ms: half the work tells the two apart, with
+        # room for a loaded machine's noise between trials and their controls)
+        assert row["peer_done_s"] >= 0.5 * row["work_s"], (name, row)
 
 
 def test_with_single_copy_one_test_call_moves_the_whole_message(arms):
